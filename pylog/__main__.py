@@ -1,0 +1,3 @@
+from pylog.cli import main
+
+raise SystemExit(main())

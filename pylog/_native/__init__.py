@@ -1,0 +1,1 @@
+"""Compiled extensions built from ``native/`` (see setup.py)."""

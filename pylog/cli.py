@@ -1,0 +1,62 @@
+"""The ``pylog`` command: one entry point, Kafka's tools as subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pylog import __version__
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    """Print what this build holds: version and the native implementations chosen."""
+    from pylog._native import crc32c
+
+    print(f"pylog {__version__}")
+    print(f"python {sys.version.split()[0]}")
+    print(f"crc32c: {crc32c.IMPLEMENTATION}")
+    return 0
+
+
+def _cmd_broker(args: argparse.Namespace) -> int:
+    # The broker lands with the broker issue; until then say so plainly
+    # rather than pretend to listen.
+    _cmd_info(args)
+    print(
+        "pylog broker: the broker is not built yet; this build holds the native "
+        "codecs (CRC32C, varints, record batches) and the protocol codec.",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pylog",
+        description="A message broker that speaks the Apache Kafka wire protocol.",
+    )
+    parser.add_argument("--version", action="version", version=f"pylog {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("broker", help="run a broker node (embedded default: one node)")
+    p.add_argument("--config", help="server.properties file")
+    p.add_argument("--nodes", type=int, default=1, help="number of node processes")
+    p.set_defaults(func=_cmd_broker)
+
+    p = sub.add_parser("info", help="show version and native implementations in use")
+    p.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
