@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="show version and native implementations in use")
     p.set_defaults(func=_cmd_info)
+
+    from pylog.tools import dump_log
+
+    dump_log.add_parser(sub)
     return parser
 
 

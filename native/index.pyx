@@ -1,0 +1,401 @@
+# cython: language_level=3
+"""Index search and batch-header walks for the log (``pylog._native.index``).
+
+Everything here works on buffers (the memory-mapped ``.index``, ``.timeindex``
+and ``.log`` files) and reads big-endian fields in C without the GIL, so a
+fetch costs one call, not a Python loop per batch or per index entry.
+
+Index entry formats (Kafka's, big-endian):
+
+* offset index, 8 bytes: relative offset int32, file position int32
+* time index, 12 bytes: timestamp int64, relative offset int32
+
+Record batch v2 header fields used here (byte offsets in the batch):
+baseOffset int64 @0, batchLength int32 @8 (batch size = batchLength + 12),
+magic int8 @16, attributes int16 @21, lastOffsetDelta int32 @23,
+baseTimestamp int64 @27, maxTimestamp int64 @35, records count int32 @57,
+first record @61.
+
+The search follows Kafka's ``AbstractIndex.indexSlotRangeFor``: look in the
+warm tail (the last 8 KiB of entries, the part readers near the log end touch
+and that stays in the page cache) first, and only binary-search the whole
+index when the target lies before it, so lookups by tailing consumers never
+fault in cold pages.
+"""
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+cdef enum:
+    OFFSET_ENTRY = 8
+    TIME_ENTRY = 12
+    WARM_BYTES = 8192
+    HEADER_OVERHEAD = 12      # baseOffset + batchLength
+    V2_HEADER = 61            # bytes before the first record
+
+# index_batches status codes
+cpdef enum:
+    INDEX_OK = 0
+    INDEX_BAD_OFFSET = 1      # offsets go backwards / have a gap / leave the segment range
+    INDEX_TRUNCATED = 2       # a batch header or body runs past ``end``
+
+# layout of the ``state`` vector of index_batches
+cpdef enum:
+    ST_BYTES_SINCE = 0
+    ST_MAX_TS = 1
+    ST_OFFSET_OF_MAX_TS = 2
+    ST_NEXT_OFFSET = 3
+    ST_OFFSET_ENTRIES = 4
+    ST_TIME_ENTRIES = 5
+    ST_TIME_LAST_TS = 6
+    ST_TIME_LAST_OFFSET = 7
+    STATE_SIZE = 8
+
+
+cdef inline uint32_t _be32(const uint8_t* p) noexcept nogil:
+    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | \
+           ((<uint32_t>p[2]) << 8) | (<uint32_t>p[3])
+
+
+cdef inline uint64_t _be64(const uint8_t* p) noexcept nogil:
+    return ((<uint64_t>_be32(p)) << 32) | (<uint64_t>_be32(p + 4))
+
+
+cdef inline void _put32(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>(v >> 24)
+    p[1] = <uint8_t>(v >> 16)
+    p[2] = <uint8_t>(v >> 8)
+    p[3] = <uint8_t>v
+
+
+cdef inline void _put64(uint8_t* p, uint64_t v) noexcept nogil:
+    _put32(p, <uint32_t>(v >> 32))
+    _put32(p + 4, <uint32_t>v)
+
+
+cdef inline int64_t _okey(const uint8_t* b, Py_ssize_t slot) noexcept nogil:
+    return <int32_t>_be32(b + slot * OFFSET_ENTRY)
+
+
+cdef inline int64_t _tkey(const uint8_t* b, Py_ssize_t slot) noexcept nogil:
+    return <int64_t>_be64(b + slot * TIME_ENTRY)
+
+
+# Kafka's binarySearch: returns the largest slot whose key <= target in ``lo``
+# (``found`` set when equal).  Callers check the first entry themselves.
+cdef inline Py_ssize_t _lower(const uint8_t* b, Py_ssize_t lo, Py_ssize_t hi,
+                              int64_t target, bint time) noexcept nogil:
+    cdef Py_ssize_t mid
+    cdef int64_t key
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        key = _tkey(b, mid) if time else _okey(b, mid)
+        if key > target:
+            hi = mid - 1
+        elif key < target:
+            lo = mid
+        else:
+            return mid
+    return lo
+
+
+cdef Py_ssize_t _largest_lower_bound(const uint8_t* b, Py_ssize_t n, int64_t target,
+                                     bint time) noexcept nogil:
+    cdef Py_ssize_t warm = WARM_BYTES // (TIME_ENTRY if time else OFFSET_ENTRY)
+    cdef Py_ssize_t first_hot
+    if n <= 0:
+        return -1
+    first_hot = n - 1 - warm
+    if first_hot < 0:
+        first_hot = 0
+    # The warm tail first: a target after the first hot entry is found there.
+    if (_tkey(b, first_hot) if time else _okey(b, first_hot)) < target:
+        return _lower(b, first_hot, n - 1, target, time)
+    # Before the first entry: no lower bound.
+    if (_tkey(b, 0) if time else _okey(b, 0)) > target:
+        return -1
+    return _lower(b, 0, first_hot, target, time)
+
+
+cdef inline void _check(Py_ssize_t buflen, Py_ssize_t n, Py_ssize_t size) except *:
+    if n < 0 or n * size > buflen:
+        raise ValueError(f"{n} index entries of {size} bytes do not fit a {buflen}-byte buffer")
+
+
+def offset_lookup(const uint8_t[::1] buf, Py_ssize_t n, int64_t target) -> int:
+    """Largest slot of an offset index whose relative offset is <= ``target``; -1 if none."""
+    if n == 0:
+        return -1
+    _check(buf.shape[0], n, OFFSET_ENTRY)
+    cdef Py_ssize_t slot
+    with nogil:
+        slot = _largest_lower_bound(&buf[0], n, target, False)
+    return slot
+
+
+def time_lookup(const uint8_t[::1] buf, Py_ssize_t n, int64_t target) -> int:
+    """Largest slot of a time index whose timestamp is <= ``target``; -1 if none.
+
+    Kafka's ``TimeIndex.lookup``: the entry found bounds the search from below;
+    the log is then scanned forward from its offset for the first batch whose
+    max timestamp is >= the target.
+    """
+    if n == 0:
+        return -1
+    _check(buf.shape[0], n, TIME_ENTRY)
+    cdef Py_ssize_t slot
+    with nogil:
+        slot = _largest_lower_bound(&buf[0], n, target, True)
+    return slot
+
+
+def time_upper(const uint8_t[::1] buf, Py_ssize_t n, int64_t target) -> int:
+    """Smallest slot of a time index whose timestamp is >= ``target``; -1 if none
+    (Kafka's ``smallestUpperBoundSlotFor``)."""
+    if n == 0:
+        return -1
+    _check(buf.shape[0], n, TIME_ENTRY)
+    cdef Py_ssize_t slot
+    with nogil:
+        slot = _largest_lower_bound(&buf[0], n, target, True)
+        if slot == -1:
+            slot = 0
+        elif _tkey(&buf[0], slot) != target:
+            slot = slot + 1 if slot + 1 < n else -1
+    return slot
+
+
+def offset_entry(const uint8_t[::1] buf, Py_ssize_t slot):
+    """(relative offset, position) of an offset index slot."""
+    if slot < 0 or (slot + 1) * OFFSET_ENTRY > buf.shape[0]:
+        raise IndexError(slot)
+    cdef const uint8_t* p = &buf[slot * OFFSET_ENTRY]
+    return <int32_t>_be32(p), <int32_t>_be32(p + 4)
+
+
+def time_entry(const uint8_t[::1] buf, Py_ssize_t slot):
+    """(timestamp, relative offset) of a time index slot."""
+    if slot < 0 or (slot + 1) * TIME_ENTRY > buf.shape[0]:
+        raise IndexError(slot)
+    cdef const uint8_t* p = &buf[slot * TIME_ENTRY]
+    return <int64_t>_be64(p), <int32_t>_be32(p + 8)
+
+
+def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
+                 int64_t target_offset, int64_t max_bytes=0,
+                 int64_t max_offset=0x7fffffffffffffff):
+    """Walk batch headers of a log from ``start`` to ``end``.
+
+    Finds the first batch whose last offset is >= ``target_offset`` and then
+    takes whole batches after it while their total stays within ``max_bytes``
+    and their base offset is below ``max_offset``.  The first batch is taken
+    even when it alone exceeds ``max_bytes`` (Kafka's progress rule), unless
+    its base offset is at or past ``max_offset``.
+
+    Returns ``(position, base_offset, first_size, length)``; position -1 when no
+    batch in range holds the target.  Only the 12-byte size prefix and the
+    lastOffsetDelta are read: batches were validated when appended or recovered.
+    """
+    cdef Py_ssize_t buflen = buf.shape[0]
+    if end > buflen:
+        end = buflen
+    if start < 0:
+        raise ValueError("negative start position")
+    cdef const uint8_t* b
+    cdef Py_ssize_t pos = start, size = 0, first_pos = -1, first_size = 0
+    cdef int64_t base = -1, first_base = -1, last, length = 0
+    if end <= start:
+        return -1, -1, 0, 0
+    b = &buf[0]
+    with nogil:
+        while pos + HEADER_OVERHEAD <= end:
+            size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+            if size < V2_HEADER or pos + size > end:
+                break
+            base = <int64_t>_be64(b + pos)
+            last = base + <int32_t>_be32(b + pos + 23)
+            if last >= target_offset:
+                first_pos = pos
+                first_base = base
+                first_size = size
+                break
+            pos += size
+        if first_pos >= 0 and first_base < max_offset:
+            length = first_size
+            pos = first_pos + first_size
+            while pos + HEADER_OVERHEAD <= end:
+                size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+                if size < V2_HEADER or pos + size > end:
+                    break
+                if length + size > max_bytes:
+                    break
+                if <int64_t>_be64(b + pos) >= max_offset:
+                    break
+                length += size
+                pos += size
+    return first_pos, first_base, first_size, length
+
+
+def find_timestamp(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int64_t target_ts):
+    """First batch from ``start`` whose max timestamp is >= ``target_ts``.
+
+    Returns ``(position, base_offset, last_offset, offset, timestamp)`` where
+    ``offset`` and ``timestamp`` are the first record's with timestamp >= target
+    when the batch is uncompressed (read from the record headers), or -1 when
+    the batch is compressed and the caller must decode it.  Position -1 when no
+    batch qualifies.
+    """
+    cdef Py_ssize_t buflen = buf.shape[0]
+    if end > buflen:
+        end = buflen
+    if end <= start:
+        return -1, -1, -1, -1, -1
+    cdef const uint8_t* b = &buf[0]
+    cdef Py_ssize_t pos = start, size, rp, rend, rend_rec
+    cdef int64_t base, last, max_ts, first_ts, ts_delta, off_delta, rec_len
+    cdef int attrs, shift
+    cdef uint64_t acc
+    cdef uint8_t byte
+    cdef int32_t count, i
+    while pos + V2_HEADER <= end:
+        size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+        if size < V2_HEADER or pos + size > end:
+            break
+        max_ts = <int64_t>_be64(b + pos + 35)
+        if max_ts >= target_ts:
+            base = <int64_t>_be64(b + pos)
+            last = base + <int32_t>_be32(b + pos + 23)
+            attrs = (b[pos + 21] << 8) | b[pos + 22]
+            if (attrs & 0x07) != 0:
+                return pos, base, last, -1, -1
+            if attrs & 0x08:  # LogAppendTime: every record carries the batch's time
+                return pos, base, last, base, max_ts
+            first_ts = <int64_t>_be64(b + pos + 27)
+            count = <int32_t>_be32(b + pos + 57)
+            rp = pos + V2_HEADER
+            rend = pos + size
+            for i in range(count):
+                # length varint (zig-zag), attributes int8, timestampDelta varlong,
+                # offsetDelta varint
+                acc = 0; shift = 0
+                while rp < rend:
+                    byte = b[rp]; rp += 1
+                    acc |= (<uint64_t>(byte & 0x7f)) << shift
+                    shift += 7
+                    if not (byte & 0x80) or shift > 63:
+                        break
+                rec_len = <int64_t>(acc >> 1) ^ -(<int64_t>(acc & 1))
+                rend_rec = rp + rec_len  # the length counts the bytes after itself
+                rp += 1  # attributes
+                acc = 0; shift = 0
+                while rp < rend:
+                    byte = b[rp]; rp += 1
+                    acc |= (<uint64_t>(byte & 0x7f)) << shift
+                    shift += 7
+                    if not (byte & 0x80) or shift > 63:
+                        break
+                ts_delta = <int64_t>(acc >> 1) ^ -(<int64_t>(acc & 1))
+                acc = 0; shift = 0
+                while rp < rend:
+                    byte = b[rp]; rp += 1
+                    acc |= (<uint64_t>(byte & 0x7f)) << shift
+                    shift += 7
+                    if not (byte & 0x80) or shift > 63:
+                        break
+                off_delta = <int64_t>(acc >> 1) ^ -(<int64_t>(acc & 1))
+                if first_ts + ts_delta >= target_ts:
+                    return pos, base, last, base + off_delta, first_ts + ts_delta
+                rp = rend_rec
+                if rp > rend:
+                    break
+            # max timestamp said yes but no record did (e.g. producer-set max):
+            # Kafka falls back to the batch.
+            return pos, base, last, base, max_ts
+        pos += size
+    return -1, -1, -1, -1, -1
+
+
+def index_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
+                  int64_t file_position, int64_t segment_base, int64_t interval,
+                  uint8_t[::1] offset_index, Py_ssize_t offset_capacity,
+                  uint8_t[::1] time_index, Py_ssize_t time_capacity,
+                  int64_t[::1] state, bint contiguous=True):
+    """Index the batches in ``buf[start:end]``, which lie at ``file_position``
+    of a segment with base offset ``segment_base``.
+
+    The rule is Kafka's (LogSegment.append / recover): a batch gets an offset
+    index entry (its base offset, its position) when more than ``interval``
+    bytes were appended since the last indexed batch began, and the time index
+    gets (max timestamp so far, offset of that max) at the same moment when the
+    max grew.  Entries are written in place into the mapped index buffers
+    while they have room (``*_capacity`` entries; a full index only makes
+    lookups scan further, the segment rolls on the next append).
+
+    Offsets are checked: each batch must start after the previous one ended
+    (right after it when ``contiguous``) and stay within int32 of the segment
+    base.  ``state`` (int64[STATE_SIZE]) carries the running values in and
+    out.  Returns ``(valid_end, status)``: the position after the last good
+    batch and INDEX_OK / INDEX_BAD_OFFSET / INDEX_TRUNCATED.
+    """
+    if state.shape[0] < STATE_SIZE:
+        raise ValueError("state vector too short")
+    cdef Py_ssize_t buflen = buf.shape[0]
+    if end > buflen:
+        end = buflen
+    if offset_index is None:
+        offset_capacity = 0
+    elif offset_capacity * OFFSET_ENTRY > offset_index.shape[0]:
+        raise ValueError("offset index capacity exceeds its buffer")
+    if time_index is None:
+        time_capacity = 0
+    elif time_capacity * TIME_ENTRY > time_index.shape[0]:
+        raise ValueError("time index capacity exceeds its buffer")
+    if end <= start:
+        return start, INDEX_OK
+    cdef const uint8_t* b = &buf[0]
+    cdef uint8_t* oi = &offset_index[0] if offset_capacity > 0 else NULL
+    cdef uint8_t* ti = &time_index[0] if time_capacity > 0 else NULL
+    cdef int64_t* st = &state[0]
+    cdef Py_ssize_t pos = start, size
+    cdef int64_t base, last, max_ts, rel
+    cdef int status = INDEX_OK
+    with nogil:
+        while pos < end:
+            if pos + V2_HEADER > end:
+                status = INDEX_TRUNCATED
+                break
+            size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+            if size < V2_HEADER or pos + size > end:
+                status = INDEX_TRUNCATED
+                break
+            base = <int64_t>_be64(b + pos)
+            last = base + <int32_t>_be32(b + pos + 23)
+            if (base < st[ST_NEXT_OFFSET] or (contiguous and base != st[ST_NEXT_OFFSET])
+                    or last < base or last - segment_base > 0x7fffffff):
+                status = INDEX_BAD_OFFSET
+                break
+            max_ts = <int64_t>_be64(b + pos + 35)
+            if max_ts > st[ST_MAX_TS]:
+                st[ST_MAX_TS] = max_ts
+                st[ST_OFFSET_OF_MAX_TS] = last
+            if st[ST_BYTES_SINCE] > interval:
+                rel = base - segment_base
+                if st[ST_OFFSET_ENTRIES] < offset_capacity:
+                    _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY, <uint32_t>rel)
+                    _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY + 4,
+                           <uint32_t>(file_position + pos - start))
+                    st[ST_OFFSET_ENTRIES] += 1
+                # The last time slot is kept for the entry written when the
+                # segment becomes inactive (Kafka's TimeIndex.isFull).
+                if (st[ST_MAX_TS] > st[ST_TIME_LAST_TS]
+                        and st[ST_TIME_ENTRIES] < time_capacity - 1):
+                    _put64(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY, <uint64_t>st[ST_MAX_TS])
+                    _put32(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY + 8,
+                           <uint32_t>(st[ST_OFFSET_OF_MAX_TS] - segment_base))
+                    st[ST_TIME_ENTRIES] += 1
+                    st[ST_TIME_LAST_TS] = st[ST_MAX_TS]
+                    st[ST_TIME_LAST_OFFSET] = st[ST_OFFSET_OF_MAX_TS]
+                st[ST_BYTES_SINCE] = 0
+            st[ST_BYTES_SINCE] += size
+            st[ST_NEXT_OFFSET] = last + 1
+            pos += size
+    return pos, status

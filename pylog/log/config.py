@@ -1,0 +1,184 @@
+"""Per-log configuration: Kafka's topic configs, their defaults and checks.
+
+Values come from topic configs (``segment.bytes``) or from the broker's
+``server.properties`` defaults (``log.segment.bytes``, ``log.roll.hours``, ...),
+both as strings.  A bad value raises ``ValueError`` naming the key, the value
+and what is allowed, as Kafka's ``ConfigDef`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("delete", "compact")
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """One partition log's settings (Kafka 3.6 names and defaults)."""
+
+    segment_bytes: int = 1024 * 1024 * 1024            # segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000             # segment.ms
+    segment_jitter_ms: int = 0                         # segment.jitter.ms
+    segment_index_bytes: int = 10 * 1024 * 1024        # segment.index.bytes
+    index_interval_bytes: int = 4096                   # index.interval.bytes
+    retention_ms: int = 7 * 24 * 3600 * 1000           # retention.ms (-1: forever)
+    retention_bytes: int = -1                          # retention.bytes (-1: no limit)
+    flush_messages: int = LONG_MAX                     # flush.messages
+    flush_ms: int = LONG_MAX                           # flush.ms
+    file_delete_delay_ms: int = 60_000                 # file.delete.delay.ms
+    max_message_bytes: int = 1024 * 1024 + 12          # max.message.bytes
+    message_timestamp_type: str = "CreateTime"         # message.timestamp.type
+    cleanup_policy: tuple[str, ...] = ("delete",)      # cleanup.policy
+    preallocate: bool = False                          # preallocate
+    min_insync_replicas: int = 1                       # min.insync.replicas
+    extra: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def flush_enabled(self) -> bool:
+        return self.flush_messages != LONG_MAX or self.flush_ms != LONG_MAX
+
+    @property
+    def max_index_entries(self) -> int:
+        return self.segment_index_bytes // 8
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str] | None = None, *,
+                   base: LogConfig | None = None, strict: bool = False) -> LogConfig:
+        """Build from topic configs and/or broker ``log.*`` defaults.
+
+        Topic names win over broker names; among broker names ``log.retention.ms``
+        wins over ``.minutes`` over ``.hours`` and ``log.roll.ms`` over
+        ``log.roll.hours``, as in Kafka.  Unknown keys are ignored (a
+        server.properties holds many other settings) unless ``strict``.
+        """
+        props = dict(props or {})
+        values: dict[str, Any] = {} if base is None else {
+            f.name: getattr(base, f.name) for f in dataclasses.fields(cls)}
+        used: set[str] = set()
+
+        def take(names: tuple[str, ...], attr: str, conv: Callable[[str, str], Any]) -> None:
+            # names: the most specific first; every given one is checked
+            present = [n for n in names if n in props]
+            for name in reversed(present):
+                values[attr] = conv(name, props[name])
+            used.update(present)
+
+        take(("log.roll.hours",), "segment_ms", _scaled(3_600_000, 1))
+        take(("log.roll.jitter.hours",), "segment_jitter_ms", _scaled(3_600_000, 0))
+        take(("log.retention.hours",), "retention_ms", _scaled(3_600_000, -1))
+        take(("log.retention.minutes",), "retention_ms", _scaled(60_000, -1))
+        for attr, (topic_key, broker_key, conv) in _KEYS.items():
+            take((topic_key, broker_key), attr, conv)
+        unknown = sorted(set(props) - used - _BROKER_ONLY)
+        if strict and unknown:
+            raise ValueError(f"unknown log config {unknown[0]!r}; known: "
+                             f"{', '.join(sorted(k for k, _, _ in _KEYS.values()))}")
+        values["extra"] = {k: props[k] for k in unknown}
+        return cls(**values)
+
+    def to_props(self) -> dict[str, str]:
+        """Topic-config view (names and string values), e.g. for DescribeConfigs."""
+        out: dict[str, str] = {}
+        for attr, (topic_key, _, _) in _KEYS.items():
+            value = getattr(self, attr)
+            if isinstance(value, tuple):
+                out[topic_key] = ",".join(value)
+            elif isinstance(value, bool):
+                out[topic_key] = str(value).lower()
+            else:
+                out[topic_key] = str(value)
+        return out
+
+
+def _long(lo: int, hi: int = LONG_MAX) -> Callable[[str, str], int]:
+    def conv(key: str, raw: str) -> int:
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"invalid value {raw!r} for configuration {key}: "
+                             "not a number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"invalid value {value} for configuration {key}: "
+                             f"value must be in [{lo}, {hi}]")
+        return value
+    return conv
+
+
+def _scaled(unit_ms: int, lo: int) -> Callable[[str, str], int]:
+    check = _long(lo)
+
+    def conv(key: str, raw: str) -> int:
+        value = check(key, raw)
+        return value if value < 0 else value * unit_ms
+    return conv
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
+    def conv(key: str, raw: str) -> str:
+        value = str(raw).strip()
+        if value not in options:
+            raise ValueError(f"invalid value {raw!r} for configuration {key}: "
+                             f"must be one of {', '.join(options)}")
+        return value
+    return conv
+
+
+def _policy(key: str, raw: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in str(raw).split(",") if p.strip())
+    if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+        raise ValueError(f"invalid value {raw!r} for configuration {key}: "
+                         f"must be a list of {', '.join(CLEANUP_POLICIES)}")
+    return parts
+
+
+def _bool(key: str, raw: str) -> bool:
+    value = str(raw).strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"invalid value {raw!r} for configuration {key}: "
+                         "must be true or false")
+    return value == "true"
+
+
+# attribute -> (topic config name, broker default name, converter)
+_KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
+    "segment_bytes": ("segment.bytes", "log.segment.bytes", _long(14, INT_MAX)),
+    "segment_ms": ("segment.ms", "log.roll.ms", _long(1)),
+    "segment_jitter_ms": ("segment.jitter.ms", "log.roll.jitter.ms", _long(0)),
+    "segment_index_bytes": ("segment.index.bytes", "log.index.size.max.bytes",
+                            _long(4, INT_MAX)),
+    "index_interval_bytes": ("index.interval.bytes", "log.index.interval.bytes",
+                             _long(0, INT_MAX)),
+    "retention_ms": ("retention.ms", "log.retention.ms", _long(-1)),
+    "retention_bytes": ("retention.bytes", "log.retention.bytes", _long(-1)),
+    "flush_messages": ("flush.messages", "log.flush.interval.messages", _long(1)),
+    "flush_ms": ("flush.ms", "log.flush.interval.ms", _long(0)),
+    "file_delete_delay_ms": ("file.delete.delay.ms", "log.segment.delete.delay.ms",
+                             _long(0)),
+    "max_message_bytes": ("max.message.bytes", "message.max.bytes", _long(0, INT_MAX)),
+    "message_timestamp_type": ("message.timestamp.type", "log.message.timestamp.type",
+                               _choice(TIMESTAMP_TYPES)),
+    "cleanup_policy": ("cleanup.policy", "log.cleanup.policy", _policy),
+    "preallocate": ("preallocate", "log.preallocate", _bool),
+    "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", _long(1, INT_MAX)),
+}
+
+# Broker settings of the log manager itself, not per-log; accepted silently.
+_BROKER_ONLY = {"log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
+                "log.dir", "log.dirs", "log.flush.offset.checkpoint.interval.ms",
+                "log.flush.start.offset.checkpoint.interval.ms"}

@@ -1,0 +1,159 @@
+"""Opening a partition directory and recovering it (Kafka's ``LogLoader``).
+
+The steps, and why:
+
+1. Remove leftovers of interrupted operations: ``*.deleted`` (retention had
+   already dropped those segments), ``*.cleaned`` and ``*.swap`` (a cleaner
+   pass that never completed; the originals are intact), and index files whose
+   ``.log`` is gone.
+2. Open every ``.log`` file as a segment.  A missing index, or one failing its
+   sanity check, is rebuilt from the segment: indexes are derived data.
+3. After an unclean stop (no ``.kafka_cleanshutdown`` marker), every segment
+   from the one holding the recovery point onwards may hold data that never
+   reached the disk in full: the kernel can persist a file's new size before
+   its data, so the tail may be zeros or garbage.  Each such segment is
+   rescanned batch by batch (size, magic, CRC32C, record count, offsets
+   continuing) and cut at the first bad batch, and its indexes are rebuilt.
+   Everything after a cut is deleted: later data cannot follow a hole.
+   Batches before the cut keep their offsets, since offsets are in the bytes.
+4. The last segment becomes the active one: its indexes are grown back to
+   ``segment.index.bytes`` so appends can continue.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pylog.io.backend import IOBackend
+from pylog.log.config import LogConfig
+from pylog.log.index_file import CorruptIndexError
+from pylog.log.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    file_name,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedLog:
+    segments: list[LogSegment]
+    next_offset: int
+    recovery_point: int
+    log_start_offset: int
+    truncated_bytes: int = 0
+    rebuilt_indexes: int = 0
+
+
+class LogLoader:
+    def __init__(self, directory: Path, config: LogConfig, backend: IOBackend,
+                 time_ms: Callable[[], int], *, recovery_point: int = 0,
+                 log_start_offset: int = 0, had_clean_shutdown: bool = False) -> None:
+        self.dir = directory
+        self.config = config
+        self.backend = backend
+        self.time_ms = time_ms
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self.had_clean_shutdown = had_clean_shutdown
+
+    def load(self) -> LoadedLog:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._remove_temp_files()
+        segments, rebuilt = self._load_segments()
+        truncated = 0
+        if not segments:
+            start = max(self.log_start_offset, 0)
+            segments = [self._segment(start)]
+        elif not self.had_clean_shutdown:
+            truncated = self._recover(segments)
+        active = segments[-1]
+        active.resize_indexes(self.config.segment_index_bytes)
+        next_offset = active.next_offset
+        if self.had_clean_shutdown and not rebuilt:
+            recovery_point = next_offset  # a clean close flushed everything
+        else:
+            recovery_point = min(self.recovery_point, next_offset)
+        log_start = min(max(self.log_start_offset, segments[0].base_offset), next_offset)
+        return LoadedLog(segments, next_offset, recovery_point, log_start, truncated, rebuilt)
+
+    def _segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(self.dir, base_offset, self.config, self.backend, self.time_ms)
+
+    def _remove_temp_files(self) -> None:
+        logs = {p.stem for p in self.dir.glob("*" + LOG_SUFFIX)}
+        for path in self.dir.iterdir():
+            name = path.name
+            if not path.is_file():
+                continue
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
+                log.info("deleting stray file %s", path)
+                path.unlink(missing_ok=True)
+            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and path.stem not in logs:
+                log.info("deleting index %s whose segment is gone", path)
+                path.unlink(missing_ok=True)
+
+    def _load_segments(self) -> tuple[list[LogSegment], int]:
+        bases = []
+        for path in self.dir.glob("*" + LOG_SUFFIX):
+            if path.stem.isdigit() and len(path.stem) == 20:
+                bases.append(int(path.stem))
+        segments = []
+        rebuilt = 0
+        for base in sorted(bases):
+            missing = not (self.dir / file_name(base, INDEX_SUFFIX)).exists() or not (
+                self.dir / file_name(base, TIME_INDEX_SUFFIX)).exists()
+            segment = self._segment(base)
+            if missing:
+                log.warning("rebuilding missing index of %s", segment.log_path)
+            else:
+                try:
+                    segment.offset_index.sanity_check(segment.size)
+                    segment.time_index.sanity_check()
+                    continue_ok = True
+                except CorruptIndexError as exc:
+                    log.warning("rebuilding corrupt index of %s: %s", segment.log_path, exc)
+                    continue_ok = False
+                if continue_ok:
+                    segments.append(segment)
+                    continue
+            truncated = segment.recover()
+            if truncated:
+                log.warning("truncated %d invalid bytes of %s", truncated, segment.log_path)
+            segment.on_become_inactive()
+            rebuilt += 1
+            segments.append(segment)
+        return segments, rebuilt
+
+    def _recover(self, segments: list[LogSegment]) -> int:
+        """Rescan the segments from the one holding the recovery point."""
+        first = 0
+        for i, segment in enumerate(segments):
+            if segment.base_offset <= self.recovery_point:
+                first = i
+        truncated_total = 0
+        for i in range(first, len(segments)):
+            segment = segments[i]
+            truncated = segment.recover()
+            if i + 1 < len(segments):
+                segment.on_become_inactive()
+            if truncated:
+                truncated_total += truncated
+                log.warning("recovery truncated %d bytes of %s at offset %d", truncated,
+                            segment.log_path, segment.next_offset)
+                # Nothing after a cut can be kept: offsets must stay contiguous.
+                for later in segments[i + 1:]:
+                    log.warning("deleting %s after the truncation point", later.log_path)
+                    later.delete()
+                del segments[i + 1:]
+                break
+        return truncated_total

@@ -1,0 +1,436 @@
+"""One partition's log: an ordered list of segments in ``<topic>-<partition>/``.
+
+After Kafka's ``UnifiedLog``/``LocalLog``.  Appends validate the batches,
+stamp their offsets into the caller's buffer and write that buffer as is; reads
+return a :class:`FetchSlice` (segment file, position, length) for ``sendfile``.
+A lock serialises appends, rolls, truncation and retention; reads take it
+only for the index lookup and header walk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from pylog.io import pagecache
+from pylog.io.backend import IOBackend, get_backend
+from pylog.log.config import LogConfig
+from pylog.log.errors import LogClosedError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from pylog.log.segment import DELETED_SUFFIX, LogSegment
+from pylog.log.time_index import TimestampOffset
+from pylog.records import stamp, validate, validate_summary
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+_NO_LIMIT = 2**63 - 1
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AppendResult(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSlice:
+    """Whole batches of one segment file: send ``length`` bytes from ``position``.
+
+    The segment reference keeps its file open: a segment deleted by retention
+    is only closed after ``file.delete.delay.ms``, as in Kafka, so a slice in
+    flight stays readable.
+    """
+
+    segment: LogSegment | None
+    position: int
+    length: int
+    first_offset: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+
+    @property
+    def fd(self) -> int:
+        return self.segment.fd if self.segment is not None else -1
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+def parse_dir_name(name: str) -> tuple[str, int]:
+    """``<topic>-<partition>`` -> (topic, partition)."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        raise ValueError(f"log directory name {name!r} is not <topic>-<partition>")
+    return topic, int(part)
+
+
+class Log:
+    """A partition log.  Open one with :meth:`Log.open`."""
+
+    def __init__(self, directory: Path, config: LogConfig, segments: Sequence[LogSegment], *,
+                 log_start_offset: int, recovery_point: int, backend: IOBackend,
+                 time_ms: Callable[[], int], leader_epoch: int = 0) -> None:
+        self.dir = Path(directory)
+        self.topic, self.partition = parse_dir_name(self.dir.name)
+        self.config = config
+        self.backend = backend
+        self.time_ms = time_ms
+        self.leader_epoch = leader_epoch
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = list(segments)
+        self._bases: list[int] = [s.base_offset for s in self._segments]
+        self._next_offset = self._segments[-1].next_offset
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = min(recovery_point, self._next_offset)
+        self._high_watermark = self._next_offset
+        self.hw_follows_leo = True  # single node: everything appended is committed
+        self._unflushed_messages = 0
+        self._last_flush_ms = time_ms()
+        self._rolled_up_to = -1
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False
+        self._log_append_time = config.message_timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig | None = None, *,
+             time_ms: Callable[[], int] = wall_clock_ms, backend: IOBackend | None = None,
+             recovery_point: int = 0, log_start_offset: int = 0,
+             had_clean_shutdown: bool = False) -> Log:
+        """Open (creating when missing) and, after an unclean stop, recover a log."""
+        from pylog.log.loader import LogLoader
+
+        config = config or LogConfig()
+        backend = backend or get_backend("posix")
+        loaded = LogLoader(Path(directory), config, backend, time_ms,
+                           recovery_point=recovery_point, log_start_offset=log_start_offset,
+                           had_clean_shutdown=had_clean_shutdown).load()
+        return cls(directory, config, loaded.segments, log_start_offset=loaded.log_start_offset,
+                   recovery_point=loaded.recovery_point, backend=backend, time_ms=time_ms)
+
+    # -- offsets -----------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        with self._lock:
+            if not self.log_start_offset <= offset <= self._next_offset:
+                raise OffsetOutOfRangeError(offset, self.log_start_offset, self._next_offset,
+                                            "high watermark")
+            self._high_watermark = offset
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed_messages
+
+    # -- append ------------------------------------------------------------
+
+    def append(self, records: bytearray | memoryview | bytes,
+               leader_epoch: int | None = None) -> AppendResult:
+        """Validate, stamp offsets into ``records`` and append it unchanged otherwise.
+
+        A buffer failing validation raises ``CorruptBatchError`` and nothing is
+        written.  ``records`` should be writable (offsets are stamped in
+        place); read-only bytes are copied once first.
+        """
+        view = memoryview(records)
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+        size = len(view)
+        # One native pass: sizes, magic, CRC32C, counts; no per-batch objects.
+        batches, messages, _, max_ts = validate_summary(view)
+        if not batches:
+            raise ValueError("append of an empty record set")
+        limit = self.config.max_message_bytes
+        if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
+            raise RecordBatchTooLargeError(
+                f"batch larger than max.message.bytes={limit} ({size} bytes in this append)")
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"append of {size} bytes exceeds segment.bytes={self.config.segment_bytes}")
+        with self._lock:
+            if self._closed:
+                self._check_open()
+            now = self.time_ms()
+            append_time = now if self._log_append_time else None
+            base = self._next_offset
+            epoch = self.leader_epoch if leader_epoch is None else leader_epoch
+            next_offset = stamp(view, base, epoch, append_time)
+            if append_time is not None:
+                max_ts = append_time
+            segment = self._segments[-1]
+            if segment.should_roll(now, max_ts, next_offset - 1, size,
+                                   self.config.segment_jitter_ms):
+                segment = self.roll()
+            segment.append(view, max_ts)
+            self._next_offset = next_offset
+            if self.hw_follows_leo:
+                self._high_watermark = next_offset
+            self._unflushed_messages += messages
+            if self._unflushed_messages >= self.config.flush_messages:
+                self.flush()
+        return AppendResult(base, next_offset - 1, -1 if append_time is None else append_time)
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset.
+
+        The old one gets its final time index entry and trimmed indexes, and
+        its dirty pages are handed to the kernel for write-back right away
+        (sync_file_range, non-blocking) so the later fsync that advances the
+        recovery point finds little left to write.
+        """
+        with self._lock:
+            self._check_open()
+            active = self._segments[-1]
+            if active.size == 0 and active.base_offset == self._next_offset:
+                return active  # an empty segment at this offset already exists
+            active.on_become_inactive()
+            pagecache.writeback(active.fd, 0, active.size)
+            segment = LogSegment(self.dir, self._next_offset, self.config, self.backend,
+                                 self.time_ms)
+            self._segments.append(segment)
+            self._bases.append(segment.base_offset)
+            self._rolled_up_to = segment.base_offset
+            return segment
+
+    # -- read --------------------------------------------------------------
+
+    def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchSlice:
+        """Whole batches from ``start_offset``, at most ``max_bytes`` (but the
+        first batch whole), none starting at or after ``max_offset`` (pass the
+        high watermark for consumers)."""
+        with self._lock:
+            self._check_open()
+            leo, lso = self._next_offset, self.log_start_offset
+            if start_offset < lso or start_offset > leo:
+                raise OffsetOutOfRangeError(start_offset, lso, leo, f"{self.topic}-"
+                                            f"{self.partition}")
+            limit = leo if max_offset is None else min(max_offset, leo)
+            i = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+            while start_offset < limit and i < len(self._segments):
+                segment = self._segments[i]
+                found = segment.read(start_offset, max_bytes, limit, min_one_message)
+                if found is not None:
+                    position, length, first = found
+                    return FetchSlice(segment, position, length, first, lso, leo,
+                                      self._high_watermark)
+                i += 1  # offset in a gap (compaction, log start): the next segment
+            active = self._segments[-1]
+            return FetchSlice(active, active.size, 0, -1, lso, leo, self._high_watermark)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first
+        offset whose record timestamp is >= ``timestamp`` (None when none is)."""
+        with self._lock:
+            if timestamp == EARLIEST_TIMESTAMP:
+                return TimestampOffset(-1, self.log_start_offset)
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampOffset(-1, self._next_offset)
+            if timestamp == MAX_TIMESTAMP:
+                best = max((s.max_timestamp_so_far for s in self._segments),
+                           key=lambda t: t.timestamp)
+                return best if best.timestamp >= 0 else TimestampOffset(-1, -1)
+            for segment in self._segments:
+                if segment.size and segment.largest_timestamp() >= timestamp:
+                    found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                    if found is not None:
+                        return found
+            return None
+
+    # -- log start offset, truncation -------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` (<= high
+        watermark).  Whole segments below it go at the next retention run."""
+        with self._lock:
+            if offset > self._high_watermark or offset < 0:
+                raise OffsetOutOfRangeError(offset, self.log_start_offset,
+                                            self._high_watermark, "delete records")
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+            return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding offset >= ``offset`` (follower truncation)."""
+        with self._lock:
+            if offset >= self._next_offset:
+                return
+            if offset <= self._segments[0].base_offset:
+                self.truncate_fully_and_start_at(offset)
+                return
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._delete_segment_now(self._segments.pop())
+                self._bases.pop()
+            active = self._segments[-1]
+            active.truncate_to(offset)
+            active.resize_indexes(self.config.segment_index_bytes)
+            self._next_offset = active.next_offset
+            self._high_watermark = min(self._high_watermark, self._next_offset)
+            self.recovery_point = min(self.recovery_point, self._next_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        with self._lock:
+            for segment in self._segments:
+                self._delete_segment_now(segment)
+            segment = LogSegment(self.dir, offset, self.config, self.backend, self.time_ms)
+            self._segments = [segment]
+            self._bases = [offset]
+            self._next_offset = offset
+            self.log_start_offset = offset
+            self._high_watermark = offset
+            self.recovery_point = offset
+
+    # -- retention ---------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Apply retention.ms / retention.bytes / log start offset; returns the
+        number of segments deleted."""
+        from pylog.log.retention import delete_old_segments
+
+        with self._lock:
+            self._check_open()
+            return delete_old_segments(self, self.time_ms() if now_ms is None else now_ms)
+
+    def delete_segments(self, doomed: list[LogSegment], now_ms: int) -> None:
+        """Remove the oldest ``doomed`` segments; never leaves the log without one.
+
+        Files are renamed ``*.deleted`` now and removed after
+        ``file.delete.delay.ms``: a fetch already holding a slice of them can
+        still finish (Kafka's asynchronous delete).
+        """
+        if not doomed:
+            return
+        if len(doomed) == len(self._segments):
+            self.roll()
+        for segment in doomed:
+            self._segments.remove(segment)
+            segment.rename_suffix(DELETED_SUFFIX)
+            self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
+        self._bases = [s.base_offset for s in self._segments]
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        self.delete_pending(now_ms)
+
+    def delete_pending(self, now_ms: int) -> None:
+        """Remove ``*.deleted`` segment files whose delay has passed."""
+        keep = []
+        for due, segment in self._pending_deletes:
+            if due <= now_ms:
+                segment.delete()
+            else:
+                keep.append((due, segment))
+        self._pending_deletes = keep
+
+    def _delete_segment_now(self, segment: LogSegment) -> None:
+        segment.delete()
+
+    # -- flushing ----------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fdatasync the segments holding [recovery point, offset) and move the
+        recovery point there (default: the log end offset)."""
+        with self._lock:
+            self._check_open()
+            offset = self._next_offset if offset is None else min(offset, self._next_offset)
+            if offset > self.recovery_point:
+                new_files = False
+                for i, segment in enumerate(self._segments):
+                    end = self._bases[i + 1] if i + 1 < len(self._bases) else _NO_LIMIT
+                    if segment.base_offset < offset and end > self.recovery_point:
+                        segment.flush()
+                        new_files = new_files or segment.base_offset >= self.recovery_point
+                if new_files:  # new segment files: make their names durable too
+                    _fsync_dir(self.dir)
+                self.recovery_point = offset
+            if offset >= self._next_offset:
+                self._unflushed_messages = 0
+            self._last_flush_ms = self.time_ms()
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Periodic flushing: segments rolled since the last call (Kafka flushes
+        a rolled segment asynchronously), and flush.ms when set."""
+        flushed = False
+        with self._lock:
+            if self._closed:
+                return False
+            if self._rolled_up_to > self.recovery_point:
+                self.flush(self._rolled_up_to)
+                flushed = True
+            if (self._unflushed_messages
+                    and now_ms - self._last_flush_ms >= self.config.flush_ms):
+                self.flush()
+                flushed = True
+        return flushed
+
+    # -- life cycle --------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.dir.name} is closed")
+
+    def close(self) -> None:
+        """Clean close: flush everything, trim indexes (so the next open needs no
+        recovery), close files."""
+        with self._lock:
+            if self._closed:
+                return
+            self.flush()
+            for segment in self._segments:
+                segment.close()
+            for _, segment in self._pending_deletes:
+                segment.delete()
+            self._pending_deletes = []
+            self._closed = True
+
+    def close_handlers(self) -> None:
+        """Close files without flushing (the directory is being deleted)."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close_handlers()
+            for _, segment in self._pending_deletes:
+                segment.close_handlers()
+            self._closed = True
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir.name}, start={self.log_start_offset}, "
+                f"end={self._next_offset}, segments={len(self._segments)})")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,436 @@
+"""One log segment: a ``.log`` file of record batches and its two indexes.
+
+After Kafka's ``LogSegment``.  Batches are appended exactly as they were
+validated and stamped (the bytes are written from the caller's buffer, never
+copied into Python objects); reads return file positions for ``sendfile``.
+Batch headers are walked in native code over a read-only mapping of the file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+
+from pylog._native import index as _native
+from pylog.errors import CorruptBatchError
+from pylog.io.backend import IOBackend
+from pylog.log.config import INT_MAX, LogConfig
+from pylog.log.errors import InvalidOffsetError
+from pylog.log.offset_index import OffsetIndex, OffsetPosition
+from pylog.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+# Recovery validates the file in windows so the per-batch results of
+# ``records.validate`` never pile up for a whole 1 GiB segment.
+RECOVERY_WINDOW = 64 * 1024 * 1024
+_BATCH_LENGTH = struct.Struct(">i")
+_MAX_TS = struct.Struct(">q")
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's 20-digit zero-padded name of a segment file."""
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    """A segment of a partition log starting at ``base_offset``."""
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig,
+                 backend: IOBackend, time_ms: Callable[[], int], *,
+                 file_suffix: str = "") -> None:
+        self.dir = Path(directory)
+        self.base_offset = base_offset
+        self.config = config
+        self.backend = backend
+        self._time_ms = time_ms
+        self.log_path = self.dir / (file_name(base_offset, LOG_SUFFIX) + file_suffix)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._size = os.fstat(self._fd).st_size
+        self._rmap: mmap.mmap | None = None
+        self.offset_index = OffsetIndex(
+            self.dir / (file_name(base_offset, INDEX_SUFFIX) + file_suffix), base_offset,
+            config.segment_index_bytes)
+        self.time_index = TimeIndex(
+            self.dir / (file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix), base_offset,
+            config.segment_index_bytes)
+        self.created_ms = time_ms()
+        self._rolling_ts: int | None = None
+        self._state = array("q", bytes(8 * _native.STATE_SIZE))
+        self._load_state()
+
+    # -- state -------------------------------------------------------------
+
+    def _load_state(self) -> None:
+        """Running values for the indexer, as Kafka derives them on open: the
+        max timestamp from the time index's last entry, the next offset by
+        scanning from the last offset index entry."""
+        st = self._state
+        last = self.time_index.last_entry
+        st[_native.ST_MAX_TS] = last.timestamp
+        st[_native.ST_OFFSET_OF_MAX_TS] = last.offset
+        st[_native.ST_TIME_LAST_TS] = last.timestamp
+        st[_native.ST_TIME_LAST_OFFSET] = last.offset
+        st[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
+        st[_native.ST_TIME_ENTRIES] = self.time_index.entries
+        st[_native.ST_BYTES_SINCE] = 0
+        st[_native.ST_NEXT_OFFSET] = self.read_next_offset()
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (the segment base when empty)."""
+        if self._size == 0:
+            return self.base_offset
+        start = self.offset_index.lookup(self.offset_index.last_offset).position
+        scratch = array("q", bytes(8 * _native.STATE_SIZE))
+        scratch[_native.ST_NEXT_OFFSET] = -1
+        _native.index_batches(self._read_map(self._size), start, self._size, start,
+                              self.base_offset, 1 << 62, None, 0, None, 0, scratch, False)
+        nxt = scratch[_native.ST_NEXT_OFFSET]
+        return self.base_offset if nxt < 0 else nxt
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def next_offset(self) -> int:
+        return self._state[_native.ST_NEXT_OFFSET]
+
+    @property
+    def max_timestamp_so_far(self) -> TimestampOffset:
+        return TimestampOffset(self._state[_native.ST_MAX_TS],
+                               self._state[_native.ST_OFFSET_OF_MAX_TS])
+
+    def largest_timestamp(self) -> int:
+        """The largest batch timestamp, or the file's mtime when it has none
+        (Kafka's rule, used by time retention)."""
+        ts = self._state[_native.ST_MAX_TS]
+        return ts if ts >= 0 else self.last_modified_ms()
+
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    # -- append ------------------------------------------------------------
+
+    def append(self, buf: memoryview, largest_timestamp: int) -> None:
+        """Write validated, stamped batches at the end of the file and index them.
+
+        Indexing runs first, over the caller's buffer: it rejects batches whose
+        offsets do not continue the segment before a byte reaches the file.
+        When the write then fails, the index entries are rolled back.
+        """
+        position = self._size
+        saved = array("q", self._state)
+        oi, ti = self.offset_index, self.time_index
+        end, status = _native.index_batches(
+            buf, 0, len(buf), position, self.base_offset, self.config.index_interval_bytes,
+            oi._mm, oi.max_entries, ti._mm, ti.max_entries, self._state,
+            not self.config.compact)
+        if status != _native.INDEX_OK or end != len(buf):
+            self._restore(saved)
+            raise InvalidOffsetError(
+                f"batches at offset {saved[_native.ST_NEXT_OFFSET]} do not continue segment "
+                f"{self.base_offset} (status {status}, {end} of {len(buf)} bytes)")
+        try:
+            written = self.backend.pwritev(self._fd, [buf], position)
+            if written != len(buf):  # short write: let the backend finish it
+                self.backend.write_all(self._fd, [buf[written:]], position + written)
+        except BaseException:
+            self._restore(saved)
+            os.ftruncate(self._fd, position)
+            raise
+        st = self._state
+        self.offset_index.entries = st[_native.ST_OFFSET_ENTRIES]
+        self.time_index.entries = st[_native.ST_TIME_ENTRIES]
+        if position == 0:
+            self._rolling_ts = largest_timestamp
+        self._size = position + len(buf)
+
+    def _restore(self, saved: array) -> None:
+        self._state[:] = saved
+        self._sync_index_entries()
+
+    def _sync_index_entries(self) -> None:
+        self.offset_index.set_entries(self._state[_native.ST_OFFSET_ENTRIES])
+        self.time_index.set_entries(self._state[_native.ST_TIME_ENTRIES])
+
+    # -- read --------------------------------------------------------------
+
+    def _read_map(self, end: int) -> mmap.mmap | bytes:
+        """A read-only mapping covering ``[0, end)``; remapped when the file grew.
+
+        An old mapping is just dropped: a native scan still holding it keeps it
+        alive through its buffer export.
+        """
+        if end <= 0:
+            return b""
+        if self._rmap is None or len(self._rmap) < end:
+            self._rmap = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_READ)
+        return self._rmap
+
+    def translate_offset(self, offset: int, start_position: int = 0
+                         ) -> tuple[int, int, int] | None:
+        """(position, base offset, size) of the first batch whose last offset >= ``offset``."""
+        start = max(start_position, self.offset_index.lookup(offset).position)
+        pos, base, size, _ = _native.scan_batches(self._read_map(self._size), start,
+                                                  self._size, offset, 0)
+        return None if pos < 0 else (pos, base, size)
+
+    def read(self, start_offset: int, max_bytes: int, max_offset: int,
+             min_one_message: bool = True) -> tuple[int, int, int] | None:
+        """Whole batches from the one holding ``start_offset``: (position, length,
+        base offset of the first batch), or None when no batch here holds it.
+
+        Stops before ``max_bytes`` would be exceeded and before batches starting
+        at or past ``max_offset``; with ``min_one_message`` the first batch is
+        returned whole even when larger than ``max_bytes`` so a consumer always
+        makes progress (Kafka's KIP-74 rule).
+        """
+        if self._size == 0:
+            return None
+        start = self.offset_index.lookup(start_offset).position
+        pos, base, first_size, length = _native.scan_batches(
+            self._read_map(self._size), start, self._size, start_offset, max_bytes, max_offset)
+        if pos < 0:
+            return None
+        if not min_one_message and first_size > max_bytes:
+            length = 0
+        return pos, length, base
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int
+                                 ) -> TimestampOffset | None:
+        """The first record with timestamp >= ``timestamp`` at or after ``starting_offset``."""
+        if self._size == 0:
+            return None
+        entry = self.time_index.lookup(timestamp)
+        start = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        buf = self._read_map(self._size)
+        pos, base, last, offset, ts = _native.find_timestamp(buf, start, self._size, timestamp)
+        if pos < 0:
+            return None
+        if offset < 0:  # compressed batch: decode its records to find the record
+            offset, ts = _first_record_at(buf, pos, timestamp, base)
+        return TimestampOffset(ts, max(offset, starting_offset))
+
+    # -- roll / flush ------------------------------------------------------
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka's rule: by message timestamps when the segment has one, else
+        by wall-clock time since the segment was created."""
+        if self._rolling_ts is None and self._size > 0:
+            self._rolling_ts = _MAX_TS.unpack_from(self._read_map(self._size), 35)[0]
+        if self._rolling_ts is not None and self._rolling_ts >= 0:
+            return message_timestamp - self._rolling_ts
+        return now_ms - self.created_ms
+
+    def should_roll(self, now_ms: int, max_timestamp: int, max_offset: int,
+                    messages_size: int, jitter_ms: int = 0) -> bool:
+        cfg = self.config
+        return (self._size > cfg.segment_bytes - messages_size
+                or (self._size > 0 and self.time_waited_for_roll(now_ms, max_timestamp)
+                    > cfg.segment_ms - jitter_ms)
+                or self.offset_index.is_full() or self.time_index.is_full()
+                or max_offset - self.base_offset > INT_MAX)
+
+    def on_become_inactive(self) -> None:
+        """At roll: record the final max timestamp in the reserved slot and trim
+        the preallocated indexes to their entries."""
+        ts = self.max_timestamp_so_far
+        self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
+        self._state[_native.ST_TIME_ENTRIES] = self.time_index.entries
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def resize_indexes(self, size: int) -> None:
+        """Make room again in the indexes of the segment that becomes active on load."""
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+        self._state[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
+        self._state[_native.ST_TIME_ENTRIES] = self.time_index.entries
+
+    def flush(self) -> None:
+        self.backend.fdatasync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    # -- recovery / truncation ---------------------------------------------
+
+    def recover(self) -> int:
+        """Rebuild the indexes from the log and cut it at the first bad batch.
+
+        Every batch is checked (size, magic, CRC32C, record count) by
+        ``records.validate``; offsets must continue one another (with gaps only
+        in compacted logs) -- the CRC does not cover the base offset, so this
+        catches a damaged offset field too.  Returns the bytes truncated.
+        """
+        self.offset_index.reset(self.config.segment_index_bytes)
+        self.time_index.reset(self.config.segment_index_bytes)
+        self._rmap = None
+        valid = self._validated_prefix()
+        st = self._state
+        for i in range(_native.STATE_SIZE):
+            st[i] = 0
+        st[_native.ST_MAX_TS] = NO_TIMESTAMP
+        st[_native.ST_TIME_LAST_TS] = NO_TIMESTAMP
+        st[_native.ST_OFFSET_OF_MAX_TS] = self.base_offset
+        st[_native.ST_TIME_LAST_OFFSET] = self.base_offset
+        st[_native.ST_NEXT_OFFSET] = self.base_offset
+        oi, ti = self.offset_index, self.time_index
+        end, _status = _native.index_batches(
+            self._read_map(self._size), 0, valid, 0, self.base_offset,
+            self.config.index_interval_bytes, oi._mm, oi.max_entries, ti._mm, ti.max_entries,
+            st, not self.config.compact)
+        self._sync_index_entries()
+        truncated = self._size - end
+        if truncated > 0:
+            self._truncate_file(end)
+        ts = self.max_timestamp_so_far
+        self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
+        st[_native.ST_TIME_ENTRIES] = self.time_index.entries
+        st[_native.ST_TIME_LAST_TS] = self.time_index.last_entry.timestamp
+        self._rolling_ts = None
+        return truncated
+
+    def _validated_prefix(self) -> int:
+        """Bytes from the start of the file that hold whole batches passing
+        ``records.validate``, checked window by window."""
+        from pylog.records import validate_summary
+
+        size = self._size
+        if size == 0:
+            return 0
+        buf = memoryview(self._read_map(size))
+        try:
+            pos, window = 0, RECOVERY_WINDOW
+            while pos < size:
+                end = min(size, pos + window)
+                try:
+                    validate_summary(buf[pos:end])
+                except CorruptBatchError as exc:
+                    bad = pos + max(exc.position, 0)
+                    if end < size and self._cut_by_window(buf, bad, end):
+                        if bad == pos:  # one batch larger than the window
+                            window *= 2
+                        pos = bad
+                        continue
+                    return bad
+                pos = end
+            return size
+        finally:
+            buf.release()
+
+    @staticmethod
+    def _cut_by_window(buf: memoryview, bad: int, end: int) -> bool:
+        """True when the failure at ``bad`` is only the window ending mid-batch."""
+        if bad + 12 > end:
+            return True
+        length = _BATCH_LENGTH.unpack_from(buf, bad + 8)[0]
+        return length > 0 and bad + 12 + length > end
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batches holding ``offset`` and after; returns bytes removed."""
+        mapping = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        if mapping is None:
+            return 0
+        position, base, _ = mapping
+        removed = self._size - position
+        self._truncate_file(position)
+        st = self._state
+        last = self.time_index.last_entry
+        st[_native.ST_MAX_TS] = last.timestamp
+        st[_native.ST_OFFSET_OF_MAX_TS] = last.offset
+        st[_native.ST_TIME_LAST_TS] = last.timestamp
+        st[_native.ST_TIME_LAST_OFFSET] = last.offset
+        st[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
+        st[_native.ST_TIME_ENTRIES] = self.time_index.entries
+        st[_native.ST_BYTES_SINCE] = 0
+        st[_native.ST_NEXT_OFFSET] = base
+        if self._size == 0:
+            self.created_ms = self._time_ms()
+            self._rolling_ts = None
+        return removed
+
+    def _truncate_file(self, size: int) -> None:
+        # Drop the mapping first: pages past the new end would fault (SIGBUS).
+        self._rmap = None
+        os.ftruncate(self._fd, size)
+        self._size = size
+
+    # -- life cycle --------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean close: final time index entry, indexes trimmed, files closed."""
+        if self._fd < 0:
+            return
+        ts = self.max_timestamp_so_far
+        self.time_index.maybe_append(ts.timestamp, ts.offset, skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self._rmap = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def close_handlers(self) -> None:
+        self.offset_index.close_handler()
+        self.time_index.close_handler()
+        self._rmap = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_suffix(self, suffix: str) -> None:
+        """Add ``suffix`` (e.g. ``.deleted``) to the three file names."""
+        new_log = self.log_path.with_name(file_name(self.base_offset, LOG_SUFFIX) + suffix)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename(self.offset_index.path.with_name(
+            file_name(self.base_offset, INDEX_SUFFIX) + suffix))
+        self.time_index.rename(self.time_index.path.with_name(
+            file_name(self.base_offset, TIME_INDEX_SUFFIX) + suffix))
+
+    def delete(self) -> None:
+        self.close_handlers()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+
+    def lookup_offset(self, offset: int) -> OffsetPosition:
+        return self.offset_index.lookup(offset)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self._size}, path={self.log_path})"
+
+
+def _first_record_at(buf: object, position: int, timestamp: int, base: int) -> tuple[int, int]:
+    """Offset and timestamp of the first record >= ``timestamp`` in a compressed
+    batch (ListOffsets only: decoding is fine off the produce/fetch paths)."""
+    from pylog import records
+
+    size = _BATCH_LENGTH.unpack_from(buf, position + 8)[0] + 12
+    view = memoryview(buf)[position:position + size]
+    try:
+        for batch in records.read_batches(view):
+            for rec in batch.records():
+                ts = getattr(rec, "timestamp", -1)
+                if ts >= timestamp:
+                    return getattr(rec, "offset", base), ts
+    finally:
+        view.release()
+    return base, -1

@@ -1,0 +1,1 @@
+"""Kafka's command-line tools as ``pylog`` subcommands (see pylog.cli)."""

@@ -1,0 +1,25 @@
+"""Shared helpers of the log tests: batch builders and a linear reference scan."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pylog.records import build_batch, validate
+
+
+def batch(ts: int, size: int = 1000, records: int = 1, ts_step: int = 0) -> bytearray:
+    value = os.urandom(max(size // records - 20, 1))
+    return bytearray(build_batch([(ts + i * ts_step, b"k", value) for i in range(records)]))
+
+
+def scan_dir(directory: Path) -> list[tuple[int, int, int, int, int, int]]:
+    """(segment base, position, base offset, last offset, size, max ts) of every
+    batch in every segment, read linearly from the files."""
+    out = []
+    for path in sorted(Path(directory).glob("*.log")):
+        data = path.read_bytes()
+        for info in validate(data):
+            out.append((int(path.stem), info.position, info.base_offset, info.last_offset,
+                        info.size, info.max_timestamp))
+    return out

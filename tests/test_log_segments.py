@@ -1,0 +1,194 @@
+"""Segments, indexes, appends and reads of a partition log (real files)."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+
+import pytest
+from log_helpers import batch, scan_dir
+
+from pylog.errors import CorruptBatchError
+from pylog.log import Log, LogConfig, OffsetOutOfRangeError, RecordBatchTooLargeError
+from pylog.records import iter_records, read_batches
+
+
+def open_log(tmp_path, clock=None, **props):
+    cfg = LogConfig.from_props({k.replace("_", "."): str(v) for k, v in props.items()})
+    clock = clock or [1_000_000]
+    return Log.open(tmp_path / "topic-0", cfg, time_ms=lambda: clock[0])
+
+
+def test_layout_rolling_and_index_entries(tmp_path):
+    lg = open_log(tmp_path, segment_bytes=1 << 20)
+    results = [lg.append(batch(1_000 + i, 1024)) for i in range(1200)]
+    assert [r.base_offset for r in results] == list(range(1200))
+    assert lg.log_end_offset == 1200 == lg.high_watermark
+    names = sorted(p.name for p in (tmp_path / "topic-0").iterdir())
+    bases = [s.base_offset for s in lg.segments]
+    assert len(bases) >= 2 and bases[0] == 0
+    for base in bases:
+        for suffix in (".log", ".index", ".timeindex"):
+            assert f"{base:020d}{suffix}" in names
+    lg.close()
+    for base in bases:
+        # every sparse entry points at the start of the batch with that offset
+        log_bytes = (tmp_path / "topic-0" / f"{base:020d}.log").read_bytes()
+        assert len(log_bytes) <= 1 << 20
+        index = (tmp_path / "topic-0" / f"{base:020d}.index").read_bytes()
+        assert len(index) % 8 == 0 and len(index) > 0
+        prev = -1
+        for rel, pos in struct.iter_unpack(">ii", index):
+            assert rel > prev
+            prev = rel
+            assert struct.unpack_from(">q", log_bytes, pos)[0] == base + rel
+        times = (tmp_path / "topic-0" / f"{base:020d}.timeindex").read_bytes()
+        stamps = [ts for ts, _ in struct.iter_unpack(">qi", times)]
+        assert stamps == sorted(set(stamps)) and stamps
+
+
+def test_random_lookups_agree_with_linear_scan(tmp_path):
+    rng = random.Random(7)
+    lg = open_log(tmp_path, segment_bytes=64 * 1024, index_interval_bytes=4096)
+    ts = 10_000
+    for _ in range(600):
+        ts += rng.randint(0, 5)
+        lg.append(batch(ts, rng.randint(100, 3000), records=rng.randint(1, 4),
+                        ts_step=rng.randint(0, 3)))
+    assert len(lg.segments) > 10
+    scan = scan_dir(tmp_path / "topic-0")
+    for _ in range(400):
+        target = rng.randrange(lg.log_end_offset)
+        sl = lg.read(target, 1)
+        expect = next(b for b in scan if b[2] <= target <= b[3])
+        assert (sl.segment.base_offset, sl.position, sl.first_offset, sl.length) == (
+            expect[0], expect[1], expect[2], expect[4])
+    records = []
+    for seg in sorted((tmp_path / "topic-0").glob("*.log")):
+        for b in read_batches(seg.read_bytes()):
+            records += [(r.offset, r.timestamp) for r in b.records()]
+    for _ in range(300):
+        target = rng.randint(9_990, ts + 20)
+        found = lg.offset_for_timestamp(target)
+        expect = next(((o, t) for o, t in records if t >= target), None)
+        if expect is None:
+            assert found is None
+        else:
+            assert (found.offset, found.timestamp) == expect
+    assert lg.offset_for_timestamp(-2).offset == 0
+    assert lg.offset_for_timestamp(-1).offset == lg.log_end_offset
+    assert lg.offset_for_timestamp(-3).timestamp == max(t for _, t in records)
+    lg.close()
+
+
+def test_fetch_slices_hold_whole_batches(tmp_path):
+    lg = open_log(tmp_path, segment_bytes=256 * 1024)
+    for i in range(300):
+        lg.append(batch(i, 1000 + 37 * (i % 7)))
+    scan = scan_dir(tmp_path / "topic-0")
+    for start in (0, 5, 99, 250, 299):
+        sl = lg.read(start, 10_000)
+        data = os.pread(sl.fd, sl.length, sl.position)
+        infos = list(read_batches(data))
+        assert infos and infos[0].base_offset <= start <= infos[0].last_offset
+        assert sum(b.size for b in infos) == sl.length <= 10_000
+        offsets = [r.offset for b in infos for r in b.records()]
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
+    # progress rule: the first batch whole even when max_bytes is smaller
+    sl = lg.read(10, 50)
+    expect = next(b for b in scan if b[2] == 10)
+    assert sl.length == expect[4] > 50
+    # not with min_one_message off
+    assert lg.read(10, 50, min_one_message=False).length == 0
+    # max_offset (high watermark) bounds the slice
+    sl = lg.read(10, 1 << 20, max_offset=13)
+    assert [r.offset for r in iter_records(os.pread(sl.fd, sl.length, sl.position))] == [
+        10, 11, 12]
+    # at the log end: empty; outside: OffsetOutOfRange
+    assert lg.read(300, 1000).length == 0
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(301, 1000)
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(-1, 1000)
+    lg.delete_records_before(100)
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(99, 1000)
+    assert lg.read(100, 1).first_offset == 100
+    lg.close()
+
+
+def test_multi_batch_append_and_log_append_time(tmp_path):
+    clock = [5_000_000]
+    lg = open_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
+    buf = batch(1, 300, records=3) + batch(2, 300, records=2)
+    res = lg.append(buf)
+    assert res == (0, 4, 5_000_000)
+    assert [b.max_timestamp for b in read_batches(bytes(buf))] == [5_000_000] * 2
+    assert lg.append(memoryview(batch(3))).base_offset == 5
+    assert lg.append(bytes(batch(4))).base_offset == 6  # read-only input is copied
+    lg.close()
+
+
+def test_bad_batch_is_never_appended(tmp_path):
+    lg = open_log(tmp_path, max_message_bytes=5000)
+    lg.append(batch(1))
+    path = lg.active_segment.log_path
+    size = path.stat().st_size
+    bad = batch(2)
+    bad[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError) as err:
+        lg.append(bad)
+    assert err.value.check == "crc"
+    with pytest.raises(CorruptBatchError):
+        lg.append(batch(3) + bad)  # the good batch before it is not appended either
+    with pytest.raises(CorruptBatchError):
+        lg.append(batch(3)[:-10])
+    with pytest.raises(RecordBatchTooLargeError):
+        lg.append(batch(4, 8000))
+    assert path.stat().st_size == size and lg.log_end_offset == 1
+    assert lg.append(batch(5)).base_offset == 1
+    lg.close()
+
+
+@pytest.mark.parametrize(("props", "key"), [
+    ({"segment.bytes": "abc"}, "segment.bytes"),
+    ({"segment.bytes": "10"}, "segment.bytes"),
+    ({"log.retention.ms": "-7"}, "log.retention.ms"),
+    ({"message.timestamp.type": "WallTime"}, "message.timestamp.type"),
+    ({"cleanup.policy": "erase"}, "cleanup.policy"),
+    ({"flush.messages": "0"}, "flush.messages"),
+])
+def test_config_errors_name_the_key(props, key):
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+        LogConfig.from_props(props)
+
+
+def test_config_parsing():
+    cfg = LogConfig.from_props({"log.retention.hours": "1", "log.roll.hours": "2",
+                                "log.segment.bytes": "2048", "segment.bytes": "4096",
+                                "cleanup.policy": "compact,delete", "num.io.threads": "8"})
+    assert cfg.retention_ms == 3_600_000 and cfg.segment_ms == 7_200_000
+    assert cfg.segment_bytes == 4096 and cfg.compact and cfg.delete
+    assert LogConfig.from_props({"log.retention.hours": "1",
+                                 "log.retention.ms": "5"}).retention_ms == 5
+    assert LogConfig().segment_index_bytes == 10 * 1024 * 1024
+    with pytest.raises(ValueError, match="unknown"):
+        LogConfig.from_props({"segment.byte": "1"}, strict=True)
+
+
+def test_roll_by_time_and_full_index(tmp_path):
+    clock = [1_000]
+    lg = open_log(tmp_path, clock, segment_ms=1000)
+    lg.append(batch(1_000))
+    lg.append(batch(1_500))
+    assert len(lg.segments) == 1
+    lg.append(batch(2_100))  # more than segment.ms after the first batch's timestamp
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+    lg.close()
+    lg = open_log(tmp_path / "b", segment_index_bytes=64, index_interval_bytes=0)
+    for i in range(40):
+        lg.append(batch(i, 200))
+    assert len(lg.segments) > 3
+    assert all(s.offset_index.entries <= 8 for s in lg.segments)
+    lg.close()
