@@ -20,15 +20,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
-    # The broker lands with the broker issue; until then say so plainly
-    # rather than pretend to listen.
-    _cmd_info(args)
-    print(
-        "pylog broker: the broker is not built yet; this build holds the native "
-        "codecs (CRC32C, varints, record batches) and the protocol codec.",
-        file=sys.stderr,
-    )
-    return 1
+    from pylog.server.main import run
+
+    return run(args.config, args.override or [], args.nodes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("broker", help="run a broker node (embedded default: one node)")
     p.add_argument("--config", help="server.properties file")
+    p.add_argument("--override", action="append", metavar="KEY=VALUE",
+                   help="set a server.properties key (repeatable; wins over --config)")
     p.add_argument("--nodes", type=int, default=1, help="number of node processes")
     p.set_defaults(func=_cmd_broker)
 

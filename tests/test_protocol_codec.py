@@ -187,10 +187,13 @@ def test_encode_errors_are_protocol_errors() -> None:
         decode_body(ApiKey.HEARTBEAT, 0, "request", b"\x00\x01\xff\x00\x00\x00\x00\x00\x00")
 
 
-def test_trailing_bytes_are_rejected() -> None:
+def test_trailing_bytes_are_rejected_unless_allowed() -> None:
     frame = encode_request(ApiKey.HEARTBEAT, 4, {"group_id": "g"}, 1)
     with pytest.raises(ProtocolError):
         decode_request(frame + b"\x00")
+    # As Kafka's broker does: known fields are read, the rest is ignored.
+    header, body = decode_request(frame + b"\x00\x01\x02", allow_trailing=True)
+    assert header.correlation_id == 1 and body.group_id == "g"
 
 
 def test_error_codes() -> None:

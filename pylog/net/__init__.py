@@ -1,5 +1,7 @@
-"""Listener, connections, framing and the event loop of a node.
+"""Listener, connections and framing of a node, on asyncio.
 
-Filled by the broker issue; the package exists so the layout of DESIGN.md
-section 4 holds from the start.
+``framing`` splits int32-size-prefixed frames (into writable buffers the socket
+fills directly) and holds the ``FileRegion`` placeholder for sendfile;
+``connection`` answers pipelined requests in order and sends record bytes from
+segment files with sendfile; ``listener`` accepts clients.  TLS/SASL come later.
 """

@@ -47,8 +47,15 @@ def _request_decoder(api_key: int, version: int) -> tuple[int, Any]:
     return entry
 
 
-def decode_request(buf: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:
-    """Decode a request frame (without its size prefix) into (header, body)."""
+def decode_request(buf: bytes | bytearray | memoryview,
+                   allow_trailing: bool = False) -> tuple[RequestHeader, Any]:
+    """Decode a request frame (without its size prefix) into (header, body).
+
+    Bytes after the last field are an error unless ``allow_trailing``: Kafka's
+    broker reads the fields it knows and ignores the rest of the frame, and
+    librdkafka 2.x relies on it (its Metadata v12 requests end with 3 extra
+    bytes), so the broker decodes with ``allow_trailing=True``.
+    """
     mv = t.as_memoryview(buf)
     n = len(mv)
     if n < 8:
@@ -94,7 +101,7 @@ def decode_request(buf: bytes | bytearray | memoryview) -> tuple[RequestHeader, 
         raise ProtocolError(f"malformed request (api key {api_key} v{version}): {exc}") from None
     if decoder is None:
         raise UnsupportedVersionError(api_key, version, header)
-    if pos != n:
+    if pos != n and not allow_trailing:
         raise ProtocolError(f"{n - pos} bytes after the end of request "
                             f"(api key {api_key} v{version})")
     return header, body

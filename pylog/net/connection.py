@@ -1,0 +1,330 @@
+"""One client connection: read frames, hand them to the request handler, answer in order.
+
+Kafka clients pipeline requests on a connection and match responses by order as
+much as by correlation id, so responses leave strictly in request order even
+when a later request (a produce) finishes before an earlier one (a fetch parked
+until data arrives).  Each request takes a slot in a queue; a slot is sent once
+it and every slot before it are done.
+
+A handler returns, or returns an awaitable of: ``None`` (no response: acks=0),
+``bytes`` (a whole framed response), or a list of pieces from
+:func:`~pylog.net.framing.frame_parts` in which :class:`FileRegion` pieces are
+sent from their file with ``sendfile`` so record bytes never enter Python.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pylog.io import pagecache
+from pylog.net.framing import (
+    FileRegion,
+    FrameBuffer,
+    FrameTooLargeError,
+    pin_parts,
+    release_parts,
+)
+
+log = logging.getLogger(__name__)
+
+# Stop reading a connection that has this many requests waiting for their turn
+# to answer (Kafka's queued.max.requests plays this role broker-wide).
+MAX_QUEUED = 100
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to drop the connection (bad request, as Kafka does)."""
+
+
+Handler = Callable[["Connection", bytearray], Any]
+
+
+class _Slot:
+    __slots__ = ("done", "result")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.result: Any = None
+
+
+class Connection(asyncio.BufferedProtocol):
+    def __init__(self, handler: Handler, max_request_bytes: int, idle_ms: int,
+                 on_close: Callable[[Connection], None] | None = None,
+                 executor: Any = None) -> None:
+        self.handler = handler
+        self.frames = FrameBuffer(max_request_bytes)
+        self.idle_s = idle_ms / 1000 if idle_ms >= 0 else None
+        self.on_close = on_close
+        self.executor = executor  # for page-cache misses; None: the loop's default
+        self.transport: asyncio.Transport | None = None
+        self.peer: Any = None
+        self.closed = False
+        self._loop = asyncio.get_event_loop()
+        self._slots: collections.deque[_Slot] = collections.deque()
+        self._sending = False        # an async sendfile owns the socket
+        self._read_paused = False
+        self._write_paused = False
+        self._sock_fd = -1
+        self._last_active = time.monotonic()
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._inflight: list = []  # pinned pieces of the response being sent async
+
+    # -- asyncio callbacks ---------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("socket")
+        self._sock_fd = sock.fileno() if sock is not None else -1
+        if self.idle_s is not None:
+            self._idle_timer = self._loop.call_later(self.idle_s, self._check_idle)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._last_active = time.monotonic()
+        try:
+            frames = self.frames.buffer_updated(nbytes)
+        except FrameTooLargeError as exc:
+            # Kafka closes before allocating anything for the request.
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        for frame in frames:
+            if self.closed:
+                return
+            self._dispatch(frame)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        release_parts(self._inflight)
+        for slot in self._slots:
+            release_parts(slot.result)
+        self._slots.clear()
+        if self.on_close is not None:
+            self.on_close(self)
+
+    def pause_writing(self) -> None:
+        # The client is not reading its responses: stop reading its requests.
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    # -- requests --------------------------------------------------------------
+
+    def _dispatch(self, frame: bytearray) -> None:
+        try:
+            result = self.handler(self, frame)
+        except CloseConnection as exc:
+            log.info("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        except Exception:
+            log.exception("request handler failed; closing connection from %s", self.peer)
+            self.close()
+            return
+        if inspect.isawaitable(result):
+            slot = _Slot()
+            self._slots.append(slot)
+            task = self._loop.create_task(self._await(slot, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            self._update_reading()
+        elif result is None:
+            return  # nothing to send, nothing to wait for (acks=0)
+        elif not self._slots and not self._sending:
+            self._send(result)
+        else:
+            slot = _Slot()
+            slot.done, slot.result = True, _pin(result)
+            self._slots.append(slot)
+            self._update_reading()
+
+    async def _await(self, slot: _Slot, pending: Awaitable) -> None:
+        try:
+            result = await pending
+        except CloseConnection as exc:
+            log.info("closing connection from %s: %s", self.peer, exc)
+            self.close()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("request handler failed; closing connection from %s", self.peer)
+            self.close()
+            return
+        if self.closed:
+            return
+        # Sent now unless an earlier response is still pending: then it waits.
+        slot.result = _pin(result) if slot is not self._slots[0] or self._sending else result
+        slot.done = True
+        self._pump()
+
+    def _pump(self) -> None:
+        """Send every finished response at the head of the queue."""
+        slots = self._slots
+        while slots and slots[0].done and not self._sending and not self.closed:
+            result = slots.popleft().result
+            if result is not None:
+                self._send(result)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closed:
+            return
+        should_pause = self._write_paused or len(self._slots) >= MAX_QUEUED
+        if should_pause and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not should_pause and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    # -- responses -------------------------------------------------------------
+
+    def _send(self, result: Any) -> None:
+        transport = self.transport
+        if type(result) is not list:
+            transport.write(result)
+            return
+        try:
+            self._send_parts(result)
+        finally:
+            if not self._sending:
+                release_parts(result)
+
+    def _send_parts(self, result: list) -> None:
+        transport = self.transport
+        for i, piece in enumerate(result):
+            if type(piece) is not FileRegion:
+                transport.write(piece)
+                continue
+            sent = self._try_sendfile(piece)
+            if sent < piece.length:
+                # The socket is full or the data is not cached: finish the
+                # response asynchronously; later responses wait their turn.
+                self._sending = True
+                rest = self._inflight = pin_parts(result[i:])
+                release_parts(result[:i])
+                task = self._loop.create_task(self._send_rest(rest[0], sent, rest[1:]))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return
+
+    def _try_sendfile(self, region: FileRegion) -> int:
+        """sendfile on the loop when it cannot block: nothing queued in the
+        transport, and every page of the region in the page cache."""
+        if self.transport.get_write_buffer_size() or self._sock_fd < 0:
+            return 0
+        if not pagecache.is_cached(region.fd, region.position, region.length):
+            return 0
+        sent = 0
+        try:
+            while sent < region.length:
+                n = os.sendfile(self._sock_fd, region.fd, region.position + sent,
+                                region.length - sent)
+                if n == 0:
+                    break
+                sent += n
+        except (BlockingIOError, InterruptedError):
+            pass
+        return sent
+
+    async def _send_rest(self, region: FileRegion, sent: int, rest: list) -> None:
+        try:
+            pieces = [(region, sent), *((p, 0) for p in rest)]
+            for piece, done in pieces:
+                if self.closed:
+                    return
+                if type(piece) is not FileRegion:
+                    self.transport.write(piece)
+                    continue
+                offset, count = piece.position + done, piece.length - done
+                if not pagecache.is_cached(piece.fd, offset, count):
+                    # Read the pages in off the loop; the send itself then
+                    # finds them cached and does not stall other connections.
+                    await self._loop.run_in_executor(self.executor, _warm, piece.fd,
+                                                     offset, count)
+                await self._loop.sendfile(self.transport, piece, offset, count, fallback=True)
+        except (ConnectionError, OSError, RuntimeError) as exc:
+            log.info("send to %s failed: %s", self.peer, exc)
+            self.close()
+            return
+        finally:
+            self._sending = False
+            region.release()
+            release_parts(rest)
+        self._pump()
+
+    # -- life cycle --------------------------------------------------------------
+
+    def _check_idle(self) -> None:
+        """connections.max.idle.ms: close a connection with no request in flight
+        and no bytes received for that long."""
+        if self.closed:
+            return
+        idle = time.monotonic() - self._last_active
+        if idle >= self.idle_s and not self._slots and not self._sending:
+            log.info("closing idle connection from %s", self.peer)
+            self.close()
+            return
+        self._idle_timer = self._loop.call_later(max(self.idle_s - idle, 0.05), self._check_idle)
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._slots) or self._sending
+
+    async def drain(self, timeout: float) -> None:
+        """Wait until every request read so far is answered (graceful shutdown)."""
+        deadline = self._loop.time() + timeout
+        while self.busy and not self.closed and self._loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
+
+def _pin(result: Any) -> Any:
+    return pin_parts(result) if type(result) is list else result
+
+
+_devnull_fd = -1
+
+
+def _warm(fd: int, offset: int, count: int) -> None:
+    """Bring a file range into the page cache without copying it into Python:
+    sendfile it to /dev/null (in a worker thread)."""
+    global _devnull_fd
+    if _devnull_fd < 0:
+        _devnull_fd = os.open(os.devnull, os.O_WRONLY)
+    end = offset + count
+    try:
+        while offset < end:
+            n = os.sendfile(_devnull_fd, fd, offset, end - offset)
+            if n <= 0:
+                break
+            offset += n
+    except OSError:
+        # Kernels without sendfile to /dev/null: fadvise is the best effort left.
+        os.posix_fadvise(fd, offset, end - offset, os.POSIX_FADV_WILLNEED)

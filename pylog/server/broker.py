@@ -1,0 +1,151 @@
+"""A broker node: its log dir, topics, producer state, listener and periodic tasks.
+
+Startup opens the log dir (recovering after an unclean stop; ``meta.properties``
+with the cluster id and node id is written on first start), then listens.
+Shutdown, as Kafka's controlled shutdown on one node: stop accepting, let the
+requests already read finish, close the logs (flush, checkpoints, and the
+clean-shutdown marker last).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from pylog.io.backend import get_backend
+from pylog.log import LogConfig, LogManager
+from pylog.net.listener import Listener
+from pylog.server.config import BrokerConfig, Endpoint
+from pylog.server.producer_state import PartitionProducers, ProducerIds
+from pylog.server.requests import RequestRouter
+from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+# How often rolled segments are handed to fsync (Kafka flushes a rolled
+# segment right after the roll, in the background).
+ROLLED_FLUSH_INTERVAL_MS = 1000
+DRAIN_TIMEOUT_S = 5.0
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.log_dir = config.log_dir
+        default = config.log_config
+        saved = load_topic_configs(self.log_dir)
+        topic_configs = {name: LogConfig.from_props(props, base=default)
+                         for name, props in saved.items() if props}
+        self.logs = LogManager(self.log_dir, default, node_id=self.node_id,
+                               backend=get_backend(config["io.backend"]),
+                               topic_configs=topic_configs)
+        self.cluster_id: str = self.logs.meta["cluster.id"]
+        self.topics = TopicRegistry(self.logs, default)
+        self.producer_ids = ProducerIds(self.log_dir)
+        self._producers: dict[TopicPartition, PartitionProducers] = {}
+        self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self.router = RequestRouter(self)
+        # Disk work that must not stall the loop: fsyncs, cold-cache reads.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
+        listener = config.listeners[0]
+        self.listener = Listener(
+            listener.host, listener.port, self.router,
+            max_request_bytes=config["socket.request.max.bytes"],
+            idle_ms=config["connections.max.idle.ms"],
+            send_buffer=config["socket.send.buffer.bytes"],
+            receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor)
+        self.endpoint: Endpoint = config.advertised()
+        self.stopping = False
+        self._tasks: list[asyncio.Task] = []
+
+    # -- state used by the handlers ----------------------------------------------
+
+    def auto_create(self, name: str) -> Topic:
+        return self.topics.create(name, self.config["num.partitions"])
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.delete(name)
+        for p in range(topic.partitions):
+            self._producers.pop((name, p), None)
+            self.notify_append(name, p)  # parked fetches re-read and see it gone
+        return topic
+
+    def producers_of(self, topic: str, partition: int) -> PartitionProducers:
+        found = self._producers.get((topic, partition))
+        if found is None:
+            found = self._producers[(topic, partition)] = PartitionProducers()
+        return found
+
+    def add_waiter(self, keys: list[TopicPartition], fut: asyncio.Future) -> None:
+        waiters = self._waiters
+        for key in keys:
+            found = waiters.get(key)
+            if found is None:
+                waiters[key] = {fut}
+            else:
+                found.add(fut)
+
+    def remove_waiter(self, keys: list[TopicPartition], fut: asyncio.Future) -> None:
+        for key in keys:
+            found = self._waiters.get(key)
+            if found is not None:
+                found.discard(fut)
+                if not found:
+                    del self._waiters[key]
+
+    def notify_append(self, topic: str, partition: int) -> None:
+        """Wake the fetches parked on a partition (new data, or it went away)."""
+        found = self._waiters.get((topic, partition))
+        if found:
+            for fut in found:
+                if not fut.done():
+                    fut.set_result(None)
+
+    # -- life cycle ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        port = await self.listener.start()
+        self.endpoint = self.config.advertised(port)
+        cfg = self.config
+        self._every(cfg["log.retention.check.interval.ms"], self.logs.run_retention)
+        self._every(min(cfg["log.flush.scheduler.interval.ms"], ROLLED_FLUSH_INTERVAL_MS),
+                    self.logs.flush_due)
+        if cfg["log.flush.offset.checkpoint.interval.ms"] > 0:
+            self._every(cfg["log.flush.offset.checkpoint.interval.ms"], self.logs.checkpoint)
+
+    def _every(self, interval_ms: int, job: Callable[[], object]) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(
+            self._periodic(interval_ms / 1000, job)))
+
+    async def _periodic(self, interval_s: float, job: Callable[[], object]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            started = time.monotonic()
+            try:
+                # fsync and unlink block: off the loop (the logs lock themselves).
+                await loop.run_in_executor(self.executor, job)
+            except Exception:
+                log.exception("periodic task %s failed", getattr(job, "__name__", job))
+            log.debug("%s took %.3fs", getattr(job, "__name__", job), time.monotonic() - started)
+
+    async def stop(self) -> None:
+        """Stop accepting, answer what was read, then close the logs cleanly."""
+        self.stopping = True
+        self.listener.stop_accepting()
+        for waiters in list(self._waiters.values()):
+            for fut in list(waiters):
+                if not fut.done():
+                    fut.set_result(None)  # parked fetches answer now
+        await self.listener.drain(DRAIN_TIMEOUT_S)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self.executor, self.logs.close)
+        self.executor.shutdown(wait=True)

@@ -1,0 +1,272 @@
+"""Broker configuration: Kafka's ``server.properties`` names, defaults and checks.
+
+Values come from a properties file and ``--override key=value`` (overrides win),
+as with ``kafka-server-start.sh``.  Every value is checked at load time; a key
+pylog does not know, or a bad value, raises :class:`ConfigError` naming the key,
+so a typo stops the broker instead of being silently ignored.  Settings that
+Kafka has but that mean nothing to a single pylog node (thread counts, ZooKeeper,
+KRaft quorum) are accepted and ignored, so a stock Kafka file loads.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pylog.log.config import LONG_MAX, LogConfig
+
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A server.properties key or value the broker cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener: ``PLAINTEXT://host:port``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+# -- value parsers: (key, raw string) -> value, ConfigError on bad input ------
+
+def _int(lo: int = -LONG_MAX - 1, hi: int = LONG_MAX) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                              "not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"invalid value {value} for configuration {key}: "
+                              f"value must be in [{lo}, {hi}]")
+        return value
+    return parse
+
+
+def _bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: must be true or false")
+    return value == "true"
+
+
+def _str(key: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*options: str) -> Callable[[str, str], str]:
+    def parse(key: str, raw: str) -> str:
+        value = raw.strip()
+        if value not in options:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                              f"must be one of {', '.join(options)}")
+        return value
+    return parse
+
+
+def _listeners(key: str, raw: str) -> tuple[Endpoint, ...]:
+    out = []
+    for item in (s.strip() for s in raw.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or not colon or not port.isdigit() or int(port) > 65535:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                              "expected NAME://host:port[,...]")
+        if name.upper() != "PLAINTEXT":
+            # TLS and SASL listeners come with the security issue.
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: listener "
+                              f"{name} is not supported (only PLAINTEXT)")
+        out.append(Endpoint(name.upper(), host.strip("[]"), int(port)))
+    if not out:
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: no listener")
+    if len({e.name for e in out}) != len(out):
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                          "each listener name may appear once")
+    return tuple(out)
+
+
+def _dirs(key: str, raw: str) -> tuple[str, ...]:
+    dirs = tuple(s.strip() for s in raw.split(",") if s.strip())
+    if not dirs:
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: no directory")
+    if len(dirs) > 1:
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: pylog runs one "
+                          "log dir per node (JBOD is not supported)")
+    return dirs
+
+
+_LONG = _int()
+_POS = _int(1)
+_NONNEG = _int(0)
+
+# name -> (parser, default as Kafka writes it; None: unset)
+KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
+    "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (_listeners, None),
+    "node.id": (_int(0, INT_MAX), "0"),
+    "broker.id": (_int(0, INT_MAX), None),
+    "log.dirs": (_dirs, "./pylog-data"),
+    "log.dir": (_dirs, None),
+    "num.partitions": (_int(1, INT_MAX), "1"),
+    "default.replication.factor": (_int(1, 1), "1"),
+    "auto.create.topics.enable": (_bool, "true"),
+    "delete.topic.enable": (_bool, "true"),
+    "message.max.bytes": (_int(0, INT_MAX), "1048588"),
+    "socket.request.max.bytes": (_int(1, INT_MAX), "104857600"),
+    "socket.send.buffer.bytes": (_int(-1, INT_MAX), "102400"),
+    "socket.receive.buffer.bytes": (_int(-1, INT_MAX), "102400"),
+    "connections.max.idle.ms": (_LONG, "600000"),
+    "queued.max.requests": (_int(1, INT_MAX), "500"),
+    "log.segment.bytes": (_int(14, INT_MAX), "1073741824"),
+    "log.roll.hours": (_int(1, INT_MAX), "168"),
+    "log.roll.ms": (_POS, None),
+    "log.roll.jitter.hours": (_int(0, INT_MAX), "0"),
+    "log.roll.jitter.ms": (_NONNEG, None),
+    "log.retention.hours": (_int(-1, INT_MAX), "168"),
+    "log.retention.minutes": (_int(-1, INT_MAX), None),
+    "log.retention.ms": (_int(-1), None),
+    "log.retention.bytes": (_int(-1), "-1"),
+    "log.retention.check.interval.ms": (_POS, "300000"),
+    "log.flush.interval.messages": (_POS, str(LONG_MAX)),
+    "log.flush.interval.ms": (_NONNEG, None),
+    "log.flush.scheduler.interval.ms": (_POS, str(LONG_MAX)),
+    "log.flush.offset.checkpoint.interval.ms": (_int(0, INT_MAX), "60000"),
+    "log.flush.start.offset.checkpoint.interval.ms": (_int(0, INT_MAX), "60000"),
+    "log.index.interval.bytes": (_int(0, INT_MAX), "4096"),
+    "log.index.size.max.bytes": (_int(4, INT_MAX), "10485760"),
+    "log.segment.delete.delay.ms": (_NONNEG, "60000"),
+    "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
+    "log.cleanup.policy": (_str, "delete"),
+    "log.preallocate": (_bool, "false"),
+    "min.insync.replicas": (_int(1, INT_MAX), "1"),
+    "io.backend": (_choice("posix", "io_uring"), "posix"),
+}
+
+# Kafka settings with no effect on a single pylog node; accepted so that a stock
+# server.properties loads.  (Groups, transactions and replication come later.)
+IGNORED = frozenset({
+    "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
+    "num.replica.fetchers", "background.threads", "offsets.topic.replication.factor",
+    "offsets.topic.num.partitions", "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr", "group.initial.rebalance.delay.ms",
+    "zookeeper.connect", "zookeeper.connection.timeout.ms", "process.roles",
+    "controller.quorum.voters", "controller.listener.names", "inter.broker.listener.name",
+    "listener.security.protocol.map", "broker.rack", "replica.lag.time.max.ms",
+    "unclean.leader.election.enable", "compression.type", "auto.leader.rebalance.enable",
+    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "metadata.log.dir", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
+})
+
+
+def read_properties(text: str, source: str = "properties") -> dict[str, str]:
+    """Java-properties-style ``key=value`` (or ``key: value``) lines; # and ! comments."""
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{source}:{lineno}: expected key=value, got {line!r}")
+        out[line[:sep].strip()] = line[sep + 1:].strip()
+    return out
+
+
+class BrokerConfig:
+    """Checked broker settings; ``cfg["log.segment.bytes"]`` gives the parsed value."""
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        self.originals = dict(props or {})
+        unknown = sorted(k for k in self.originals if k not in KEYS and k not in IGNORED)
+        if unknown:
+            raise ConfigError(f"unknown configuration {unknown[0]!r}")
+        self._values: dict[str, Any] = {}
+        for key, (parse, default) in KEYS.items():
+            raw = self.originals.get(key, default)
+            self._values[key] = None if raw is None else parse(key, raw)
+        # Kafka's aliases: broker.id for node.id, log.dir when log.dirs is unset.
+        if "broker.id" in self.originals:
+            if "node.id" in self.originals and self["node.id"] != self["broker.id"]:
+                raise ConfigError("node.id and broker.id disagree")
+            self._values["node.id"] = self["broker.id"]
+        if "log.dir" in self.originals and "log.dirs" not in self.originals:
+            self._values["log.dirs"] = self["log.dir"]
+        try:
+            self.log_config = LogConfig.from_props(self._log_props())
+        except ValueError as exc:  # LogConfig names the key itself
+            raise ConfigError(str(exc)) from None
+
+    @classmethod
+    def load(cls, path: str | Path | None = None,
+             overrides: Iterable[str] = ()) -> BrokerConfig:
+        """From a properties file (optional) and ``key=value`` overrides."""
+        props: dict[str, str] = {}
+        if path is not None:
+            try:
+                text = Path(path).read_text()
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+            props.update(read_properties(text, str(path)))
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"override {item!r} is not key=value")
+            props[key.strip()] = value.strip()
+        return cls(props)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def _log_props(self) -> dict[str, str]:
+        # Only what was set explicitly: LogConfig applies Kafka's precedence
+        # (ms over minutes over hours) among the names that are present.
+        names = [k for k in self.originals if k.startswith("log.") or k in
+                 ("message.max.bytes", "min.insync.replicas")]
+        return {k: self.originals[k] for k in names if k in KEYS}
+
+    # -- derived settings ----------------------------------------------------
+
+    @property
+    def node_id(self) -> int:
+        return self["node.id"]
+
+    @property
+    def log_dir(self) -> Path:
+        return Path(self["log.dirs"][0]).expanduser().resolve()
+
+    @property
+    def listeners(self) -> tuple[Endpoint, ...]:
+        return self["listeners"]
+
+    def advertised(self, bound_port: int | None = None) -> Endpoint:
+        """The endpoint clients are told to use: advertised.listeners, else the
+        listener (wildcard host -> this host's name, port 0 -> the bound port)."""
+        adv = self["advertised.listeners"]
+        if adv:
+            return adv[0]
+        ep = self.listeners[0]
+        host = ep.host if ep.host not in ("", "0.0.0.0", "::") else socket.getfqdn()
+        port = bound_port if ep.port == 0 and bound_port else ep.port
+        return Endpoint(ep.name, host, port)
+
+    def describe(self) -> dict[str, str | None]:
+        """Every known key with its effective value as a string (DescribeConfigs)."""
+        out: dict[str, str | None] = {}
+        for key, (_, default) in KEYS.items():
+            out[key] = self.originals.get(key, default)
+        return out
+
+    def is_default(self, key: str) -> bool:
+        return key not in self.originals

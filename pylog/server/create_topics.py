@@ -1,0 +1,67 @@
+"""CreateTopics: new topics with this node as the only replica of each partition."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.topics import TopicError
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.CREATE_TOPICS
+VERSIONS = (0, 7)
+DEFAULT_CONFIG = 5       # ConfigSource.DEFAULT_CONFIG
+DYNAMIC_TOPIC_CONFIG = 1
+
+
+def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
+    partitions, rf = t.num_partitions, t.replication_factor
+    if t.assignments:
+        if partitions != -1 or rf != -1:
+            raise TopicError(ErrorCode.INVALID_REQUEST, "Both numPartitions or "
+                             "replicationFactor and replicasAssignments were set.")
+        for a in t.assignments:
+            if list(a.broker_ids) != [broker.node_id]:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"only node {broker.node_id} exists")
+        partitions, rf = len(t.assignments), 1
+    if partitions == -1:
+        partitions = broker.config["num.partitions"]
+    if rf == -1:
+        rf = broker.config["default.replication.factor"]
+    if rf != 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Replication factor: {rf} larger than available brokers: 1.")
+    configs = {c.name: c.value for c in t.configs if c.value is not None}
+    broker.topics.check_create(t.name, partitions, configs)
+    if not validate_only:
+        topic = broker.topics.create(t.name, partitions, configs)
+        topic_id = topic.topic_id
+    else:
+        topic_id = None
+    shown = broker.topics.log_config(configs).to_props()
+    return {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
+            "num_partitions": partitions, "replication_factor": 1,
+            "configs": [{"name": k, "value": v, "read_only": False,
+                         "config_source": DYNAMIC_TOPIC_CONFIG if k in configs
+                         else DEFAULT_CONFIG, "is_sensitive": False}
+                        for k, v in sorted(shown.items())]}
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    results = []
+    seen: set[str] = set()
+    for t in body.topics:
+        if t.name in seen:
+            results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "Duplicate topic name.", "configs": None})
+            continue
+        seen.add(t.name)
+        try:
+            results.append(_create(broker, t, body.validate_only))
+        except TopicError as exc:
+            results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc),
+                            "configs": None})
+    return {"throttle_time_ms": 0, "topics": results}

@@ -1,0 +1,98 @@
+"""Produce: validate, stamp and append each partition's record set; answer per partition.
+
+The records field is a memoryview into the request frame, a writable
+bytearray, so the log stamps offsets in place and writes those same bytes: no
+copy and no per-record Python.  acks=0 gets no response; on a single node
+acks=1 and acks=all are both satisfied once the append returns (the ISR is this
+node), except that acks=all fails with NOT_ENOUGH_REPLICAS when the topic's
+min.insync.replicas asks for more replicas than one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.errors import CorruptBatchError
+from pylog.log import RecordBatchTooLargeError
+from pylog.log.errors import LogClosedError
+from pylog.net.connection import CloseConnection
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.producer_state import producer_batch
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.PRODUCE
+# v3 is the first with record batches (magic 2), the only format pylog stores.
+VERSIONS = (3, 9)
+
+
+def _error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1,
+            "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message}
+
+
+def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> dict[str, Any]:
+    log = broker.logs.get_log(topic, index)
+    if log is None:
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                      "This server does not host this topic-partition.")
+    if records is None or len(records) == 0:
+        return _error(index, ErrorCode.CORRUPT_MESSAGE, "empty record set")
+    config = log.config
+    if acks == -1 and config.min_insync_replicas > 1:
+        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
+                      f"min.insync.replicas={config.min_insync_replicas} but the ISR is 1")
+    if len(records) > config.segment_bytes:
+        return _error(index, ErrorCode.RECORD_LIST_TOO_LARGE,
+                      f"record set of {len(records)} bytes exceeds segment.bytes")
+    batch = producer_batch(records)
+    producers = None
+    if batch is not None:
+        producers = broker.producers_of(topic, index)
+        verdict = producers.check(batch)
+        if verdict is not None:
+            if type(verdict) is tuple:  # a retry of a batch already written
+                return {"index": index, "error_code": 0, "base_offset": verdict[0],
+                        "log_append_time_ms": verdict[1],
+                        "log_start_offset": log.log_start_offset, "error_message": None}
+            return _error(index, verdict)
+    try:
+        result = log.append(records)
+    except CorruptBatchError as exc:
+        return _error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+    except RecordBatchTooLargeError as exc:
+        return _error(index, ErrorCode.MESSAGE_TOO_LARGE, str(exc))
+    except LogClosedError as exc:  # deleted while the request was on its way
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc))
+    except ValueError as exc:
+        return _error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+    if producers is not None:
+        producers.record(batch, result.base_offset, result.log_append_time)
+    broker.notify_append(topic, index)
+    return {"index": index, "error_code": 0, "base_offset": result.base_offset,
+            "log_append_time_ms": result.log_append_time,
+            "log_start_offset": log.log_start_offset, "error_message": None}
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any] | None:
+    acks = body.acks
+    if body.transactional_id is not None:
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # no transactions yet
+        responses = [{"name": t.name, "partition_responses": [
+            _error(p.index, code) for p in t.partition_data]} for t in body.topic_data]
+    elif acks not in (0, 1, -1):
+        responses = [{"name": t.name, "partition_responses": [
+            _error(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in t.partition_data]}
+            for t in body.topic_data]
+    else:
+        responses = [{"name": t.name, "partition_responses": [
+            _append(broker, t.name, p.index, p.records, acks) for p in t.partition_data]}
+            for t in body.topic_data]
+    if acks == 0:
+        # No response to carry an error: Kafka closes the connection instead, so
+        # the producer notices and refreshes its metadata.
+        if any(r["error_code"] for t in responses for r in t["partition_responses"]):
+            raise CloseConnection("acks=0 produce failed")
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

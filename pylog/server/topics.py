@@ -1,0 +1,185 @@
+"""The node's topics: names, ids, partition counts and topic configs.
+
+On a single node the partition logs are the truth about which topics exist;
+what the logs cannot say (the topic id, the configs given at creation) is kept
+in ``<log.dir>/pylog-topics.json``, written atomically (tmp + fsync + rename),
+and the topic id also in each partition's ``partition.metadata`` as Kafka does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pylog.log import LogConfig, LogManager
+from pylog.protocol import ErrorCode
+
+TOPICS_FILE = "pylog-topics.json"
+PARTITION_METADATA = "partition.metadata"
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class TopicError(Exception):
+    """A topic operation refused with a Kafka error code."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)  # explicitly set topic configs
+
+
+def validate_name(name: str | None) -> None:
+    """Kafka's topic name rules (``Topic.validate``)."""
+    if not name:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
+    if name in (".", ".."):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"topic name is longer than {MAX_NAME_LENGTH} characters")
+    if not _LEGAL.match(name):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"topic name {name!r} holds characters other than ASCII "
+                         "alphanumerics, '.', '_' and '-'")
+
+
+def _id_text(topic_id: uuid.UUID) -> str:
+    # Kafka prints Uuids as URL-safe base64 without padding.
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def _id_parse(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def load_topic_configs(log_dir: Path) -> dict[str, dict[str, str]]:
+    """Topic configs from the registry file, before the logs are opened (the log
+    manager needs each topic's LogConfig to load its partitions)."""
+    path = Path(log_dir) / TOPICS_FILE
+    if not path.exists():
+        return {}
+    raw = json.loads(path.read_text())
+    return {name: dict(entry.get("configs", {})) for name, entry in raw.items()}
+
+
+class TopicRegistry:
+    def __init__(self, logs: LogManager, default_config: LogConfig) -> None:
+        self.logs = logs
+        self.default_config = default_config
+        self.path = logs.dir / TOPICS_FILE
+        self.topics: dict[str, Topic] = {}
+        self.by_id: dict[uuid.UUID, Topic] = {}
+        self._load()
+
+    def _load(self) -> None:
+        saved = json.loads(self.path.read_text()) if self.path.exists() else {}
+        counts: dict[str, int] = {}
+        for topic, partition in self.logs.logs():
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        changed = False
+        for name, count in counts.items():
+            entry = saved.get(name, {})
+            topic_id = self._read_partition_id(name) or (
+                _id_parse(entry["id"]) if "id" in entry else uuid.uuid4())
+            count = max(count, int(entry.get("partitions", 0)))
+            topic = Topic(name, topic_id, count, dict(entry.get("configs", {})))
+            self._add(topic)
+            changed = changed or name not in saved
+            for p in range(count):  # a partition dir lost in a crash: recreate it
+                if self.logs.get_log(name, p) is None:
+                    self.logs.get_or_create_log(name, p)
+                    self._write_partition_metadata(topic, p)
+        if changed or len(saved) != len(self.topics):
+            self._save()
+
+    def _add(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.by_id[topic.topic_id] = topic
+
+    def _read_partition_id(self, name: str) -> uuid.UUID | None:
+        path = self.logs.dir / f"{name}-0" / PARTITION_METADATA
+        try:
+            for line in path.read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "topic_id":
+                    return _id_parse(value.strip())
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def _write_partition_metadata(self, topic: Topic, partition: int) -> None:
+        path = self.logs.dir / f"{topic.name}-{partition}" / PARTITION_METADATA
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"version: 0\ntopic_id: {_id_text(topic.topic_id)}\n")
+        os.replace(tmp, path)
+
+    def _save(self) -> None:
+        data = {t.name: {"id": _id_text(t.topic_id), "partitions": t.partitions,
+                         "configs": t.configs} for t in self.topics.values()}
+        tmp = self.path.with_name(TOPICS_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    # -- queries -------------------------------------------------------------
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def log_config(self, configs: dict[str, str]) -> LogConfig:
+        """The LogConfig of a topic with these explicit configs; TopicError
+        INVALID_CONFIG for an unknown name or a bad value."""
+        if not configs:
+            return self.default_config
+        try:
+            return LogConfig.from_props(configs, base=self.default_config, strict=True)
+        except ValueError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+    # -- changes -------------------------------------------------------------
+
+    def check_create(self, name: str, partitions: int, configs: dict[str, str]) -> LogConfig:
+        validate_name(name)
+        if name in self.topics:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if partitions < 1:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                             "Number of partitions must be larger than 0.")
+        return self.log_config(configs)
+
+    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None
+               ) -> Topic:
+        configs = dict(configs or {})
+        config = self.check_create(name, partitions, configs)
+        topic = Topic(name, uuid.uuid4(), partitions, configs)
+        for p in range(partitions):
+            self.logs.get_or_create_log(name, p, config)
+            self._write_partition_metadata(topic, p)
+        self._add(topic)
+        self._save()
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic-partition.")
+        self.by_id.pop(topic.topic_id, None)
+        self.logs.delete_topic(name)
+        self._save()
+        return topic

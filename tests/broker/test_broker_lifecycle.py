@@ -1,0 +1,101 @@
+"""Startup, configuration errors, clean shutdown, crash and restart."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from kafka_wire import RawClient, latest_offset, produce_body
+
+from pylog.protocol import ApiKey
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+def _broker_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pylog", "broker", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_unknown_key_exits_2_naming_it(tmp_path) -> None:
+    out = _broker_cli("--override", "log.segmnet.bytes=100", "--override",
+                      f"log.dirs={tmp_path}")
+    assert out.returncode == 2
+    assert "log.segmnet.bytes" in out.stderr
+
+
+def test_invalid_value_exits_2_naming_key(tmp_path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("# test\nnum.partitions=zero\n")
+    out = _broker_cli("--config", str(props))
+    assert out.returncode == 2
+    assert "num.partitions" in out.stderr
+    out = _broker_cli("--override", "listeners=SSL://127.0.0.1:9093")
+    assert out.returncode == 2 and "listeners" in out.stderr
+
+
+def test_config_file_and_override(start_broker, tmp_path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=2\nnum.network.threads=3\nlog.retention.hours=1\n")
+    b = start_broker(log_dir=tmp_path / "d", config=props)
+    with RawClient(b.bootstrap) as c:
+        md = c.request(ApiKey.METADATA, 9, {"topics": [{"name": "auto2"}],
+                                            "allow_auto_topic_creation": True})
+        assert len(md.topics[0].partitions) == 2
+        r = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 2, "resource_name": "auto2", "configuration_keys": None}]})
+        configs = {e.name: e.value for e in r.results[0].configs}
+        assert configs["retention.ms"] == "3600000"
+    b = start_broker("num.partitions=3", log_dir=tmp_path / "e", config=props)
+    with RawClient(b.bootstrap) as c:  # --override wins over the file
+        md = c.request(ApiKey.METADATA, 9, {"topics": [{"name": "auto3"}],
+                                            "allow_auto_topic_creation": True})
+        assert len(md.topics[0].partitions) == 3
+
+
+def test_clean_shutdown_keeps_data_and_marker(start_broker, tmp_path) -> None:
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+    for i in range(500):
+        p.produce("kept", value=b"%d" % i)
+    assert p.flush(10) == 0
+    assert b.stop() == 0
+    assert (data / ".kafka_cleanshutdown").exists()
+    assert (data / "meta.properties").read_text().count("cluster.id=") == 1
+    b2 = start_broker(log_dir=data, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        assert latest_offset(c, "kept") == 500
+
+
+def test_kill_9_after_acks_1_loses_nothing(start_broker, tmp_path) -> None:
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    acked: list[int] = []
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 2})
+    for i in range(5000):
+        p.produce("crash", value=b"v%d" % i,
+                  on_delivery=lambda err, msg: acked.append(msg.offset()) if not err else None)
+        p.poll(0)
+    assert p.flush(20) == 0
+    assert len(acked) == 5000
+    b.kill()
+    assert not (data / ".kafka_cleanshutdown").exists()
+    b2 = start_broker(log_dir=data, port=b.port)
+    c = ck.Consumer({"bootstrap.servers": b2.bootstrap, "group.id": "g",
+                     "enable.auto.commit": False})
+    c.assign([ck.TopicPartition("crash", 0, 0)])
+    values = []
+    while len(values) < 5000:
+        msgs = c.consume(1000, 5.0)
+        if not msgs:
+            break
+        values += [m.value() for m in msgs if not m.error()]
+    c.close()
+    assert values == [b"v%d" % i for i in range(5000)]
+    with RawClient(b2.bootstrap) as raw:  # and the log takes new appends after recovery
+        from test_broker_protocol import batch
+
+        r = raw.request(ApiKey.PRODUCE, 9, produce_body("crash", 0, batch()))
+        assert r.responses[0].partition_responses[0].base_offset == 5000

@@ -1,0 +1,271 @@
+"""Raw-socket requests: bad input, error codes, idempotence, long polls, ordering."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+from kafka_wire import RawClient, latest_offset, produce_body
+
+from pylog.protocol import ApiKey, ErrorCode, encode_request
+from pylog.records import BatchBuilder
+
+
+def batch(n: int = 3, **kwargs: int) -> bytes:
+    b = BatchBuilder(**kwargs)
+    for i in range(n):
+        b.append(1_700_000_000_000 + i, b"k", b"value-%d" % i)
+    return b.build()
+
+
+def metadata(client: RawClient, *topics: str, allow: bool = True):
+    return client.request(ApiKey.METADATA, 9, {
+        "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": allow})
+
+
+def fetch_body(topic: str, offset: int, *, max_wait_ms: int = 0, min_bytes: int = 1) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+            "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
+
+
+def partition_response(r):
+    return r.responses[0].partition_responses[0]
+
+
+def test_api_versions_lists_only_implemented(broker) -> None:
+    with RawClient(broker.bootstrap) as c:
+        r = c.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t",
+                                                "client_software_version": "1"})
+    assert r.error_code == 0
+    keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert keys[ApiKey.PRODUCE] == (3, 9)
+    assert ApiKey.JOIN_GROUP not in keys and ApiKey.OFFSET_COMMIT not in keys
+
+
+def test_unknown_api_versions_version_gets_unsupported_version(broker) -> None:
+    with RawClient(broker.bootstrap) as c:
+        # A version newer than any schema: header v2, body unknown to the broker.
+        frame = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 7, 1) + b"x" + b"\x00\x00"
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        cid, r = c.recv(ApiKey.API_VERSIONS, 0)
+        assert cid == 7
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert any(k.api_key == ApiKey.FETCH for k in r.api_keys)
+        # The connection stays usable.
+        assert c.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_unsupported_version_of_other_api_closes(broker) -> None:
+    with RawClient(broker.bootstrap) as c:
+        c.send(ApiKey.PRODUCE, 2, produce_body("x", 0, b""))
+        assert c.is_closed()
+
+
+def test_oversized_frame_closes_connection(broker) -> None:
+    with RawClient(broker.bootstrap) as c:
+        c.send_raw(struct.pack(">i", 104857600 + 1) + b"\x00" * 16)
+        assert c.is_closed()
+    with RawClient(broker.bootstrap) as c:
+        c.send_raw(struct.pack(">i", -5))
+        assert c.is_closed()
+
+
+def test_garbage_closes_connection_and_broker_serves_others(broker) -> None:
+    with RawClient(broker.bootstrap) as bystander, RawClient(broker.bootstrap) as c:
+        assert bystander.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+        garbage = bytes(range(256)) * 4
+        c.send_raw(struct.pack(">i", len(garbage)) + garbage)
+        assert c.is_closed()
+        assert bystander.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+    with RawClient(broker.bootstrap) as c:  # a metadata request cut short
+        frame = encode_request(ApiKey.METADATA, 9, {"topics": [{"name": "abc"}]}, 1)[:-3]
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert c.is_closed()
+
+
+def test_produce_corrupt_crc_appends_nothing(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        good = batch()
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, good))
+        assert partition_response(r).error_code == 0
+        before = latest_offset(c, topic)
+        bad = bytearray(batch())
+        bad[-1] ^= 0xFF  # a record byte: the CRC no longer matches
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, bytes(bad)))
+        assert partition_response(r).error_code == ErrorCode.CORRUPT_MESSAGE
+        assert latest_offset(c, topic) == before == 3
+
+
+def test_produce_too_large_batch(start_broker, topic) -> None:
+    b = start_broker("message.max.bytes=1000")
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        big = BatchBuilder()
+        big.append(0, None, b"x" * 2000)
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, big.build()))
+        assert partition_response(r).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        assert latest_offset(c, topic) == 0
+
+
+def test_unknown_topic_without_auto_create(start_broker) -> None:
+    b = start_broker("auto.create.topics.enable=false")
+    with RawClient(b.bootstrap) as c:
+        r = c.request(ApiKey.PRODUCE, 9, produce_body("nope", 0, batch()))
+        assert partition_response(r).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        md = metadata(c, "nope")
+        assert md.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        r = c.request(ApiKey.FETCH, 11, fetch_body("nope", 0))
+        assert r.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_metadata_auto_create_and_invalid_name(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        md = metadata(c, topic, "bad/name")
+        assert md.topics[0].error_code == 0 and len(md.topics[0].partitions) == 1
+        assert md.topics[0].partitions[0].leader_id == 0
+        assert md.topics[1].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert md.cluster_id and md.controller_id == 0
+
+
+def test_acks_zero_gets_no_response(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        c.send(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(), acks=0))
+        # The next answer on the connection belongs to the next request.
+        assert latest_offset(c, topic) == 3
+
+
+def test_idempotent_duplicates_and_sequence_errors(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        init = c.request(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None,
+                                                      "transaction_timeout_ms": 60000})
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert init.error_code == 0 and pid >= 0
+
+        def send(seq: int, ep: int = epoch):
+            body = produce_body(topic, 0, batch(3, producer_id=pid, producer_epoch=ep,
+                                                base_sequence=seq))
+            return partition_response(c.request(ApiKey.PRODUCE, 9, body))
+
+        first = send(0)
+        assert (first.error_code, first.base_offset) == (0, 0)
+        assert (send(3).error_code, send(3).base_offset) == (0, 3)  # retry: same offset
+        dup = send(0)
+        assert (dup.error_code, dup.base_offset) == (0, 0)
+        assert send(9).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert send(6).base_offset == 6
+        assert latest_offset(c, topic) == 9
+        bumped = send(0, epoch + 1)
+        assert bumped.error_code == 0 and bumped.base_offset == 9
+        assert send(3, epoch).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_fetch_out_of_range_and_limits(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for _ in range(5):
+            c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(10)))
+        r = c.request(ApiKey.FETCH, 11, fetch_body(topic, 999))
+        p = r.responses[0].partitions[0]
+        assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 50
+        body = fetch_body(topic, 0)
+        body["topics"][0]["partitions"][0]["partition_max_bytes"] = 1  # first batch still whole
+        p = c.request(ApiKey.FETCH, 11, body).responses[0].partitions[0]
+        assert p.error_code == 0 and len(p.records) == len(batch(10))
+        p = c.request(ApiKey.FETCH, 11, fetch_body(topic, 20)).responses[0].partitions[0]
+        assert len(p.records) == 3 * len(batch(10)) and p.high_watermark == 50
+
+
+def test_fetch_long_poll_wakes_on_produce(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as consumer, RawClient(broker.bootstrap) as producer:
+        metadata(producer, topic)
+        started = time.monotonic()
+        consumer.send(ApiKey.FETCH, 11, fetch_body(topic, 0, max_wait_ms=10_000))
+        time.sleep(0.3)
+        producer.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch()))
+        _, r = consumer.recv(ApiKey.FETCH, 11)
+        assert time.monotonic() - started < 5
+        assert len(r.responses[0].partitions[0].records) == len(batch())
+
+
+def test_fetch_long_poll_times_out_empty(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        started = time.monotonic()
+        r = c.request(ApiKey.FETCH, 11, fetch_body(topic, 0, max_wait_ms=300))
+        assert 0.25 < time.monotonic() - started < 3
+        assert len(r.responses[0].partitions[0].records) == 0
+
+
+def test_pipelined_responses_keep_request_order(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap) as producer:
+        metadata(producer, topic)
+        # A parked fetch first, then requests that finish at once: answers stay in order.
+        ids = [c.send(ApiKey.FETCH, 11, fetch_body(topic, 0, max_wait_ms=400))]
+        ids.append(c.send(ApiKey.API_VERSIONS, 0, {}))
+        ids.append(c.send(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch())))
+        got = [c.recv(ApiKey.FETCH, 11)[0], c.recv(ApiKey.API_VERSIONS, 0)[0],
+               c.recv(ApiKey.PRODUCE, 9)[0]]
+        assert got == ids
+
+
+def test_list_offsets(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for _ in range(3):
+            c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(3)))
+
+        def lookup(ts: int) -> int:
+            r = c.request(ApiKey.LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": 0,
+                          "topics": [{"name": topic, "partitions": [
+                              {"partition_index": 0, "timestamp": ts}]}]})
+            return r.topics[0].partitions[0].offset
+
+        assert lookup(-2) == 0
+        assert lookup(-1) == 9
+        assert lookup(1_700_000_000_001) == 1
+        assert lookup(1_800_000_000_000) == -1
+
+
+def test_fetch_of_data_not_in_page_cache(broker, topic) -> None:
+    """Cold data goes the off-loop way (read in by a worker thread, then sendfile)."""
+    import os
+
+    from pylog.io import pagecache
+
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        big = BatchBuilder()
+        for i in range(200):
+            big.append(i, None, bytes([i % 251]) * 1000)
+        data = big.build()
+        for _ in range(5):
+            c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, data))
+        segment = broker.log_dir / f"{topic}-0" / "00000000000000000000.log"
+        fd = os.open(segment, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # dirty pages cannot be dropped
+            pagecache.drop_cache(fd)
+        finally:
+            os.close(fd)
+        body = fetch_body(topic, 0)
+        p = c.request(ApiKey.FETCH, 11, body).responses[0].partitions[0]
+        assert bytes(p.records)[61:] == data[61:] * 5 or len(p.records) == 5 * len(data)
+        assert len(p.records) == 5 * len(data)
+
+
+def test_idle_connections_are_closed(start_broker) -> None:
+    b = start_broker("connections.max.idle.ms=300")
+    with RawClient(b.bootstrap) as idle, RawClient(b.bootstrap) as busy:
+        started = time.monotonic()
+        for _ in range(8):  # the busy one keeps talking and stays open
+            assert busy.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+            time.sleep(0.1)
+        assert idle.is_closed(timeout=3)
+        assert time.monotonic() - started < 3
+        assert busy.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0

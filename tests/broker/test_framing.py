@@ -1,0 +1,64 @@
+"""FrameBuffer and FileRegion, in process."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pylog.net.framing import (
+    STAGING_BYTES,
+    FileRegion,
+    FrameBuffer,
+    FrameTooLargeError,
+    frame_parts,
+)
+from pylog.protocol import ApiKey, encode_response
+
+
+def feed(fb: FrameBuffer, data: bytes, chunk: int) -> list[bytearray]:
+    out: list[bytearray] = []
+    pos = 0
+    while pos < len(data):
+        buf = fb.get_buffer()
+        n = min(len(buf), chunk, len(data) - pos)
+        buf[:n] = data[pos:pos + n]
+        out += fb.buffer_updated(n)
+        pos += n
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4, 5, 1000, 1 << 20])
+def test_frames_split_anywhere(chunk: int) -> None:
+    payloads = [b"a" * 10, b"", b"b" * 70_000, b"c" * 5, b"d" * (STAGING_BYTES - 4)]
+    data = b"".join(struct.pack(">i", len(p)) + p for p in payloads)
+    frames = feed(FrameBuffer(1 << 20), data, chunk)
+    assert [bytes(f) for f in frames] == payloads
+    assert all(type(f) is bytearray for f in frames)  # writable: produce stamps in place
+
+
+def test_oversized_size_rejected_before_allocation() -> None:
+    fb = FrameBuffer(100)
+    with pytest.raises(FrameTooLargeError):
+        feed(fb, struct.pack(">i", 101), 4)
+    with pytest.raises(FrameTooLargeError):
+        feed(FrameBuffer(100), struct.pack(">i", -1), 4)
+
+
+def test_file_region_encodes_as_records() -> None:
+    region = FileRegion(fd=3, position=100, length=500)
+    assert len(region) == 500
+    parts: list = []
+    from pylog.protocol.messages import body_encoder
+
+    body = {"responses": [{"topic": "t", "partitions": [
+        {"partition_index": 0, "high_watermark": 1, "records": region}]}]}
+    body_encoder(ApiKey.FETCH, 11, "response")(body, parts.append)
+    framed = frame_parts([b"\x00\x00\x00\x01", *parts])
+    assert framed[1] is region  # records come last in v11: nothing after it
+    size, = struct.unpack(">i", framed[0][:4])
+    plain = dict(body)
+    plain["responses"][0]["partitions"][0]["records"] = b"x" * 500
+    expect = encode_response(ApiKey.FETCH, 11, 1, plain)
+    assert size == len(expect) - 4
+    assert framed[0] + b"x" * 500 + b"".join(framed[2:]) == expect
