@@ -23,7 +23,15 @@ index when the target lies before it, so lookups by tailing consumers never
 fault in cold pages.
 """
 
+from cpython.buffer cimport (PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release,
+                             PyObject_GetBuffer)
+from libc.errno cimport EINTR, errno
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy, strerror
+
+
+from posix.types cimport off_t
+from posix.unistd cimport ftruncate, pwrite
 
 cdef enum:
     OFFSET_ENTRY = 8
@@ -354,48 +362,215 @@ def index_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
     cdef const uint8_t* b = &buf[0]
     cdef uint8_t* oi = &offset_index[0] if offset_capacity > 0 else NULL
     cdef uint8_t* ti = &time_index[0] if time_capacity > 0 else NULL
-    cdef int64_t* st = &state[0]
-    cdef Py_ssize_t pos = start, size
+    cdef Py_ssize_t pos = start
+    cdef int status
+    with nogil:
+        status = _index_run(b, &pos, end, start, file_position, segment_base, interval,
+                            oi, offset_capacity, ti, time_capacity, &state[0], contiguous)
+    return pos, status
+
+
+def index_append(buf, int64_t file_position, int64_t segment_base, int64_t interval,
+                 offset_index, time_index, state, out, bint contiguous=True):
+    """The append path's :func:`index_batches`: all of ``buf``, nothing committed.
+
+    Indexes the batches of ``buf`` (about to be written at ``file_position``)
+    starting from the running values in ``state`` and leaves the updated
+    values in ``out`` (both int64[STATE_SIZE] buffers); ``state`` itself is
+    not changed, so a failed write needs no rollback: the caller adopts
+    ``out`` only once the bytes are in the file.  Index entries are written
+    into the mapped ``offset_index`` / ``time_index`` buffers (None: no index)
+    past their committed entries; capacities are the buffers' whole entries.
+
+    Plain buffer requests instead of typed memoryviews keep the call cheap
+    (it runs once per produce request).  Returns INDEX_OK only when ``buf``
+    is whole batches continuing ``state``; otherwise INDEX_BAD_OFFSET or
+    INDEX_TRUNCATED (call :func:`index_batches` for the position).
+    """
+    cdef Py_buffer vb, vo, vt, vs, vout
+    cdef bint has_b = False, has_o = False, has_t = False, has_s = False, has_out = False
+    cdef Py_ssize_t pos = 0, ocap = 0, tcap = 0
+    cdef uint8_t* oi = NULL
+    cdef uint8_t* ti = NULL
+    cdef int64_t* st
+    cdef int status = INDEX_OK
+    cdef int i
+    try:
+        PyObject_GetBuffer(buf, &vb, PyBUF_SIMPLE)
+        has_b = True
+        PyObject_GetBuffer(state, &vs, PyBUF_SIMPLE)
+        has_s = True
+        PyObject_GetBuffer(out, &vout, PyBUF_WRITABLE)
+        has_out = True
+        if vs.len < STATE_SIZE * 8 or vout.len < STATE_SIZE * 8:
+            raise ValueError("state vector too short")
+        if offset_index is not None:
+            PyObject_GetBuffer(offset_index, &vo, PyBUF_WRITABLE)
+            has_o = True
+            ocap = vo.len // OFFSET_ENTRY
+            oi = <uint8_t*>vo.buf
+        if time_index is not None:
+            PyObject_GetBuffer(time_index, &vt, PyBUF_WRITABLE)
+            has_t = True
+            tcap = vt.len // TIME_ENTRY
+            ti = <uint8_t*>vt.buf
+        st = <int64_t*>vout.buf
+        for i in range(STATE_SIZE):
+            st[i] = (<const int64_t*>vs.buf)[i]
+        if vb.len > 0:
+            with nogil:
+                status = _index_run(<const uint8_t*>vb.buf, &pos, vb.len, 0, file_position,
+                                    segment_base, interval, oi if ocap > 0 else NULL, ocap,
+                                    ti if tcap > 0 else NULL, tcap, st, contiguous)
+    finally:
+        if has_t:
+            PyBuffer_Release(&vt)
+        if has_o:
+            PyBuffer_Release(&vo)
+        if has_out:
+            PyBuffer_Release(&vout)
+        if has_s:
+            PyBuffer_Release(&vs)
+        if has_b:
+            PyBuffer_Release(&vb)
+    return status
+
+
+def index_write(buf, int fd, Py_ssize_t file_position, int64_t segment_base,
+                int64_t interval, offset_index, time_index, state, scratch,
+                bint contiguous=True):
+    """:func:`index_append`, then ``pwrite`` of ``buf`` to ``fd`` at
+    ``file_position``, then the commit: one call for the posix append path.
+
+    The running values are computed in ``scratch`` and copied into ``state``
+    only after every byte is written, so on any failure ``state`` is
+    untouched.  Returns the index status (nothing is written unless
+    INDEX_OK).  A failed write cuts the file back to ``file_position``
+    (as the Python path does) and raises ``OSError``; short writes are
+    continued, EINTR retried.  The GIL is released for the write; the index
+    buffers are released before it.
+    """
+    cdef Py_buffer vb, vo, vt, vs, vsc
+    cdef bint has_b = False, has_o = False, has_t = False, has_s = False, has_sc = False
+    cdef Py_ssize_t pos = 0, ocap = 0, tcap = 0, done = 0
+    cdef ssize_t n
+    cdef uint8_t* oi = NULL
+    cdef uint8_t* ti = NULL
+    cdef int status = INDEX_OK, err = 0
+    try:
+        PyObject_GetBuffer(buf, &vb, PyBUF_SIMPLE)
+        has_b = True
+        PyObject_GetBuffer(state, &vs, PyBUF_WRITABLE)
+        has_s = True
+        PyObject_GetBuffer(scratch, &vsc, PyBUF_WRITABLE)
+        has_sc = True
+        if vs.len < STATE_SIZE * 8 or vsc.len < STATE_SIZE * 8:
+            raise ValueError("state vector too short")
+        if offset_index is not None:
+            PyObject_GetBuffer(offset_index, &vo, PyBUF_WRITABLE)
+            has_o = True
+            ocap = vo.len // OFFSET_ENTRY
+            oi = <uint8_t*>vo.buf
+        if time_index is not None:
+            PyObject_GetBuffer(time_index, &vt, PyBUF_WRITABLE)
+            has_t = True
+            tcap = vt.len // TIME_ENTRY
+            ti = <uint8_t*>vt.buf
+        memcpy(vsc.buf, vs.buf, STATE_SIZE * 8)
+        if vb.len > 0:
+            with nogil:
+                status = _index_run(<const uint8_t*>vb.buf, &pos, vb.len, 0, file_position,
+                                    segment_base, interval, oi if ocap > 0 else NULL, ocap,
+                                    ti if tcap > 0 else NULL, tcap, <int64_t*>vsc.buf,
+                                    contiguous)
+        if has_t:
+            has_t = False
+            PyBuffer_Release(&vt)
+        if has_o:
+            has_o = False
+            PyBuffer_Release(&vo)
+        if status != INDEX_OK:
+            return status
+        with nogil:
+            while done < vb.len:
+                n = pwrite(fd, <const uint8_t*>vb.buf + done, vb.len - done,
+                           <off_t>(file_position + done))
+                if n > 0:
+                    done += n
+                elif n < 0 and errno == EINTR:
+                    continue
+                else:
+                    err = errno if n < 0 else 0
+                    ftruncate(fd, <off_t>file_position)
+                    break
+        if done < vb.len:
+            if err:
+                raise OSError(err, strerror(err).decode())
+            raise OSError(f"write of {vb.len} bytes at offset {file_position} wrote 0 "
+                          f"after {done}")
+        memcpy(vs.buf, vsc.buf, STATE_SIZE * 8)
+    finally:
+        if has_t:
+            PyBuffer_Release(&vt)
+        if has_o:
+            PyBuffer_Release(&vo)
+        if has_sc:
+            PyBuffer_Release(&vsc)
+        if has_s:
+            PyBuffer_Release(&vs)
+        if has_b:
+            PyBuffer_Release(&vb)
+    return status
+
+
+cdef int _index_run(const uint8_t* b, Py_ssize_t* ppos, Py_ssize_t end, Py_ssize_t start,
+                    int64_t file_position, int64_t segment_base, int64_t interval,
+                    uint8_t* oi, Py_ssize_t offset_capacity,
+                    uint8_t* ti, Py_ssize_t time_capacity,
+                    int64_t* st, bint contiguous) noexcept nogil:
+    """The indexing loop of :func:`index_batches` over raw pointers; ``*ppos``
+    moves to the end of the last good batch; returns the status."""
+    cdef Py_ssize_t pos = ppos[0], size
     cdef int64_t base, last, max_ts, rel
     cdef int status = INDEX_OK
-    with nogil:
-        while pos < end:
-            if pos + V2_HEADER > end:
-                status = INDEX_TRUNCATED
-                break
-            size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
-            if size < V2_HEADER or pos + size > end:
-                status = INDEX_TRUNCATED
-                break
-            base = <int64_t>_be64(b + pos)
-            last = base + <int32_t>_be32(b + pos + 23)
-            if (base < st[ST_NEXT_OFFSET] or (contiguous and base != st[ST_NEXT_OFFSET])
-                    or last < base or last - segment_base > 0x7fffffff):
-                status = INDEX_BAD_OFFSET
-                break
-            max_ts = <int64_t>_be64(b + pos + 35)
-            if max_ts > st[ST_MAX_TS]:
-                st[ST_MAX_TS] = max_ts
-                st[ST_OFFSET_OF_MAX_TS] = last
-            if st[ST_BYTES_SINCE] > interval:
-                rel = base - segment_base
-                if st[ST_OFFSET_ENTRIES] < offset_capacity:
-                    _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY, <uint32_t>rel)
-                    _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY + 4,
-                           <uint32_t>(file_position + pos - start))
-                    st[ST_OFFSET_ENTRIES] += 1
-                # The last time slot is kept for the entry written when the
-                # segment becomes inactive (Kafka's TimeIndex.isFull).
-                if (st[ST_MAX_TS] > st[ST_TIME_LAST_TS]
-                        and st[ST_TIME_ENTRIES] < time_capacity - 1):
-                    _put64(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY, <uint64_t>st[ST_MAX_TS])
-                    _put32(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY + 8,
-                           <uint32_t>(st[ST_OFFSET_OF_MAX_TS] - segment_base))
-                    st[ST_TIME_ENTRIES] += 1
-                    st[ST_TIME_LAST_TS] = st[ST_MAX_TS]
-                    st[ST_TIME_LAST_OFFSET] = st[ST_OFFSET_OF_MAX_TS]
-                st[ST_BYTES_SINCE] = 0
-            st[ST_BYTES_SINCE] += size
-            st[ST_NEXT_OFFSET] = last + 1
-            pos += size
-    return pos, status
+    while pos < end:
+        if pos + V2_HEADER > end:
+            status = INDEX_TRUNCATED
+            break
+        size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+        if size < V2_HEADER or pos + size > end:
+            status = INDEX_TRUNCATED
+            break
+        base = <int64_t>_be64(b + pos)
+        last = base + <int32_t>_be32(b + pos + 23)
+        if (base < st[ST_NEXT_OFFSET] or (contiguous and base != st[ST_NEXT_OFFSET])
+                or last < base or last - segment_base > 0x7fffffff):
+            status = INDEX_BAD_OFFSET
+            break
+        max_ts = <int64_t>_be64(b + pos + 35)
+        if max_ts > st[ST_MAX_TS]:
+            st[ST_MAX_TS] = max_ts
+            st[ST_OFFSET_OF_MAX_TS] = last
+        if st[ST_BYTES_SINCE] > interval:
+            rel = base - segment_base
+            if st[ST_OFFSET_ENTRIES] < offset_capacity:
+                _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY, <uint32_t>rel)
+                _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY + 4,
+                       <uint32_t>(file_position + pos - start))
+                st[ST_OFFSET_ENTRIES] += 1
+            # The last time slot is kept for the entry written when the
+            # segment becomes inactive (Kafka's TimeIndex.isFull).
+            if (st[ST_MAX_TS] > st[ST_TIME_LAST_TS]
+                    and st[ST_TIME_ENTRIES] < time_capacity - 1):
+                _put64(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY, <uint64_t>st[ST_MAX_TS])
+                _put32(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY + 8,
+                       <uint32_t>(st[ST_OFFSET_OF_MAX_TS] - segment_base))
+                st[ST_TIME_ENTRIES] += 1
+                st[ST_TIME_LAST_TS] = st[ST_MAX_TS]
+                st[ST_TIME_LAST_OFFSET] = st[ST_OFFSET_OF_MAX_TS]
+            st[ST_BYTES_SINCE] = 0
+        st[ST_BYTES_SINCE] += size
+        st[ST_NEXT_OFFSET] = last + 1
+        pos += size
+    ppos[0] = pos
+    return status

@@ -1,5 +1,8 @@
 """Per-log configuration: Kafka's topic configs, their defaults and checks.
 
+:class:`ManagerConfig` holds the log manager's own broker settings (the
+periodic-task intervals), including the pylog-specific ``log.cache.drop.idle.ms``.
+
 Values come from topic configs (``segment.bytes``) or from the broker's
 ``server.properties`` defaults (``log.segment.bytes``, ``log.roll.hours``, ...),
 both as strings.  A bad value raises ``ValueError`` naming the key, the value
@@ -179,6 +182,76 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
 }
 
 # Broker settings of the log manager itself, not per-log; accepted silently.
+# (ManagerConfig reads the interval ones; log.cache.drop.idle.ms is pylog's own.)
 _BROKER_ONLY = {"log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
                 "log.dir", "log.dirs", "log.flush.offset.checkpoint.interval.ms",
-                "log.flush.start.offset.checkpoint.interval.ms"}
+                "log.flush.start.offset.checkpoint.interval.ms", "log.cache.drop.idle.ms"}
+
+
+# -- the log manager's own settings ---------------------------------------------
+
+#: pylog-specific (not a Kafka setting): see :class:`ManagerConfig`.
+CACHE_DROP_IDLE_MS = "log.cache.drop.idle.ms"
+
+
+@dataclass(frozen=True)
+class ManagerConfig:
+    """Settings of the log manager's periodic work (broker-level, not per log).
+
+    Kafka 3.6 broker config names and defaults, plus one pylog-specific key:
+
+    * ``log.retention.check.interval.ms`` (300000, >= 1): how often retention
+      looks for deletable segments.
+    * ``log.flush.scheduler.interval.ms`` (Long.MaxValue, >= 1): how often
+      logs are checked against their ``flush.ms``.  Kafka's default is
+      Long.MaxValue, i.e. never: with it, only ``flush.messages`` (on append),
+      rolled segments (flushed soon after a roll, as Kafka does asynchronously)
+      and shutdown flush.
+    * ``log.flush.offset.checkpoint.interval.ms`` (60000, >= 0): how often
+      the recovery points are written to ``recovery-point-offset-checkpoint``
+      (0: only at topic deletion and shutdown).
+    * ``log.flush.start.offset.checkpoint.interval.ms`` (60000, >= 0): the
+      same for ``log-start-offset-checkpoint``.
+    * ``log.cache.drop.idle.ms`` (600000, -1 or >= 0) -- **pylog-specific, not
+      a Kafka setting**: inactive segments that are flushed and were not read
+      for this long get ``POSIX_FADV_DONTNEED`` so they stop taking page cache
+      from the hot tail; checked every ``log.retention.check.interval.ms``;
+      -1 disables dropping.
+    """
+
+    retention_check_interval_ms: int = 300_000           # log.retention.check.interval.ms
+    flush_scheduler_interval_ms: int = LONG_MAX          # log.flush.scheduler.interval.ms
+    flush_offset_checkpoint_interval_ms: int = 60_000    # log.flush.offset.checkpoint.interval.ms
+    flush_start_offset_checkpoint_interval_ms: int = 60_000
+    cache_drop_idle_ms: int = 600_000                    # log.cache.drop.idle.ms (pylog)
+
+    def __post_init__(self) -> None:
+        for attr, (key, conv) in _MANAGER_KEYS.items():
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"invalid value {value!r} for configuration {key}: "
+                                 "not an integer")
+            conv(key, str(value))
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str] | None = None) -> ManagerConfig:
+        """From broker properties (strings); other keys are ignored.  A bad
+        value raises ``ValueError`` naming the key."""
+        props = props or {}
+        values = {attr: conv(key, props[key])
+                  for attr, (key, conv) in _MANAGER_KEYS.items() if key in props}
+        return cls(**values)
+
+    def to_props(self) -> dict[str, str]:
+        return {key: str(getattr(self, attr)) for attr, (key, _) in _MANAGER_KEYS.items()}
+
+
+_MANAGER_KEYS: dict[str, tuple[str, Callable[[str, str], int]]] = {
+    "retention_check_interval_ms": ("log.retention.check.interval.ms", _long(1)),
+    "flush_scheduler_interval_ms": ("log.flush.scheduler.interval.ms", _long(1)),
+    "flush_offset_checkpoint_interval_ms": ("log.flush.offset.checkpoint.interval.ms",
+                                            _long(0, INT_MAX)),
+    "flush_start_offset_checkpoint_interval_ms": (
+        "log.flush.start.offset.checkpoint.interval.ms", _long(0, INT_MAX)),
+    "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, _long(-1)),
+}

@@ -42,6 +42,11 @@ class AppendResult(NamedTuple):
     log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
 
 
+# AppendResult(a, b, c) runs the namedtuple's Python-level __new__; the append
+# path builds the tuple directly (half the cost, same type).
+_new_tuple = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class FetchSlice:
     """Whole batches of one segment file: send ``length`` bytes from ``position``.
@@ -65,6 +70,15 @@ class FetchSlice:
 
     def fileno(self) -> int:
         return self.fd
+
+    def is_cached(self) -> bool:
+        """True when every page of the slice is in the page cache, so sending it
+        cannot block on the disk; the broker reads a slice that is not off the
+        event loop.  An empty slice reads nothing: True."""
+        segment = self.segment
+        if self.length <= 0 or segment is None or segment.fd < 0:
+            return True
+        return pagecache.is_cached(segment.fd, self.position, self.length)
 
 
 def parse_dir_name(name: str) -> tuple[str, int]:
@@ -162,45 +176,50 @@ class Log:
         written.  ``records`` should be writable (offsets are stamped in
         place); read-only bytes are copied once first.
         """
-        view = memoryview(records)
-        if view.readonly:
-            view = memoryview(bytearray(view))
-        if view.ndim != 1 or view.itemsize != 1:
-            view = view.cast("B")
+        if type(records) is bytearray:  # the usual case: already a writable byte buffer
+            view = records
+        else:
+            view = memoryview(records)
+            if view.readonly:
+                view = memoryview(bytearray(view))
+            elif view.ndim != 1 or view.itemsize != 1:
+                view = view.cast("B")
         size = len(view)
         # One native pass: sizes, magic, CRC32C, counts; no per-batch objects.
         batches, messages, _, max_ts = validate_summary(view)
         if not batches:
             raise ValueError("append of an empty record set")
-        limit = self.config.max_message_bytes
+        config = self.config
+        limit = config.max_message_bytes
         if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
             raise RecordBatchTooLargeError(
                 f"batch larger than max.message.bytes={limit} ({size} bytes in this append)")
-        if size > self.config.segment_bytes:
+        if size > config.segment_bytes:
             raise RecordBatchTooLargeError(
-                f"append of {size} bytes exceeds segment.bytes={self.config.segment_bytes}")
+                f"append of {size} bytes exceeds segment.bytes={config.segment_bytes}")
         with self._lock:
             if self._closed:
                 self._check_open()
-            now = self.time_ms()
-            append_time = now if self._log_append_time else None
             base = self._next_offset
             epoch = self.leader_epoch if leader_epoch is None else leader_epoch
-            next_offset = stamp(view, base, epoch, append_time)
-            if append_time is not None:
-                max_ts = append_time
             segment = self._segments[-1]
-            if segment.should_roll(now, max_ts, next_offset - 1, size,
-                                   self.config.segment_jitter_ms):
-                segment = self.roll()
-            segment.append(view, max_ts)
+            if self._log_append_time:
+                now = append_time = max_ts = self.time_ms()
+                next_offset = stamp(view, base, epoch, now)
+            else:
+                now = None  # read by the roll rule only when it needs the clock
+                append_time = -1
+                next_offset = stamp(view, base, epoch)
+            jitter = config.segment_jitter_ms
+            if not segment.try_append(view, max_ts, next_offset - 1, jitter, now, self.time_ms):
+                self.roll().try_append(view, max_ts)
             self._next_offset = next_offset
             if self.hw_follows_leo:
                 self._high_watermark = next_offset
             self._unflushed_messages += messages
-            if self._unflushed_messages >= self.config.flush_messages:
+            if self._unflushed_messages >= config.flush_messages:
                 self.flush()
-        return AppendResult(base, next_offset - 1, -1 if append_time is None else append_time)
+        return _new_tuple(AppendResult, (base, next_offset - 1, append_time))
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset.
@@ -216,6 +235,7 @@ class Log:
             if active.size == 0 and active.base_offset == self._next_offset:
                 return active  # an empty segment at this offset already exists
             active.on_become_inactive()
+            active.last_read_ms = self.time_ms()  # the tail until now: not cold yet
             pagecache.writeback(active.fd, 0, active.size)
             segment = LogSegment(self.dir, self._next_offset, self.config, self.backend,
                                  self.time_ms)
@@ -243,6 +263,8 @@ class Log:
                 segment = self._segments[i]
                 found = segment.read(start_offset, max_bytes, limit, min_one_message)
                 if found is not None:
+                    segment.last_read_ms = self.time_ms()  # see drop_cold_cache
+                    segment.cache_dropped_at = None
                     position, length, first = found
                     return FetchSlice(segment, position, length, first, lso, leo,
                                       self._high_watermark)
@@ -378,6 +400,15 @@ class Log:
                 self._unflushed_messages = 0
             self._last_flush_ms = self.time_ms()
 
+    def flush_rolled(self) -> bool:
+        """Flush the segments rolled since the last flush (Kafka flushes a
+        rolled segment asynchronously); True when something was flushed."""
+        with self._lock:
+            if self._closed or self._rolled_up_to <= self.recovery_point:
+                return False
+            self.flush(self._rolled_up_to)
+            return True
+
     def flush_due(self, now_ms: int) -> bool:
         """Periodic flushing: segments rolled since the last call (Kafka flushes
         a rolled segment asynchronously), and flush.ms when set."""
@@ -393,6 +424,41 @@ class Log:
                 self.flush()
                 flushed = True
         return flushed
+
+    # -- page cache --------------------------------------------------------
+
+    def drop_cold_cache(self, now_ms: int, idle_ms: int) -> int:
+        """Drop from the page cache the segments no reader needs: inactive,
+        wholly below the recovery point (flushed, so the pages are clean and
+        ``POSIX_FADV_DONTNEED`` can evict them) and not read for ``idle_ms``.
+
+        The active segment is never dropped.  A segment is advised once per
+        idle period: again only after a read.  Returns the bytes advised
+        (file sizes; the kernel may keep pages still mapped or in use).
+        ``idle_ms`` < 0 disables dropping.
+        """
+        if idle_ms < 0:
+            return 0
+        with self._lock:
+            if self._closed:
+                return 0
+            segments = self._segments
+            candidates = [
+                s for i, s in enumerate(segments[:-1])
+                if segments[i + 1].base_offset <= self.recovery_point
+                and now_ms - s.last_read_ms >= idle_ms and s.size > 0
+                and s.cache_dropped_at is None]
+        dropped = 0
+        for segment in candidates:
+            # One segment per lock hold: appends wait for one fadvise at most,
+            # and retention cannot close the file under the call.
+            with self._lock:
+                if self._closed or segment not in self._segments or segment.fd < 0:
+                    continue
+                segment.drop_cache()
+                segment.cache_dropped_at = now_ms
+                dropped += segment.size
+        return dropped
 
     # -- life cycle --------------------------------------------------------
 

@@ -1,11 +1,16 @@
 """All partition logs of one log directory (Kafka's ``LogManager``).
 
 Owns ``meta.properties``, the clean-shutdown marker and the checkpoint files,
-and runs the periodic tasks when called: :meth:`run_retention`,
-:meth:`flush_due` and :meth:`checkpoint` (the broker's scheduler calls them
-every ``log.retention.check.interval.ms`` / ``log.flush.scheduler.interval.ms``
-/ ``log.flush.offset.checkpoint.interval.ms``; tests call them with a fake
-clock).
+and the periodic tasks: :meth:`run_retention`, :meth:`flush_due`,
+:meth:`checkpoint_recovery_points`, :meth:`checkpoint_log_start_offsets` and
+:meth:`drop_cold_cache`.  :meth:`start_scheduler` runs them on one daemon
+thread, each every its own interval from :class:`~pylog.log.config.ManagerConfig`
+(``log.retention.check.interval.ms``, ``log.flush.scheduler.interval.ms``,
+``log.flush.offset.checkpoint.interval.ms``,
+``log.flush.start.offset.checkpoint.interval.ms``; the cold-cache drop on the
+retention interval); :meth:`run_due` is one pass of it, which tests drive
+with a fake clock.  A caller with its own scheduler (the broker) may call the
+tasks directly instead.
 
 The clean-shutdown marker ``.kafka_cleanshutdown`` is written last by
 :meth:`close` and removed at open, after the logs are loaded: its presence at
@@ -29,12 +34,18 @@ from pylog.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from pylog.log.config import LogConfig
+from pylog.log.config import LogConfig, ManagerConfig
 from pylog.log.log import Log, parse_dir_name, wall_clock_ms
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
 DELETE_DIR_SUFFIX = "-delete"
+# Kafka flushes a rolled segment asynchronously right after the roll; here the
+# scheduler's flush pass picks rolled segments up at least this often.
+ROLLED_FLUSH_INTERVAL_MS = 1000
+# The scheduler thread wakes at least this often (a huge interval, or a clock
+# that is not wall time, must not park it in one long wait).
+_MAX_WAIT_S = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +67,11 @@ class LogManager:
                  node_id: int = 0, cluster_id: str | None = None,
                  time_ms: Callable[[], int] = wall_clock_ms,
                  backend: IOBackend | None = None,
-                 topic_configs: Mapping[str, LogConfig] | None = None) -> None:
+                 topic_configs: Mapping[str, LogConfig] | None = None,
+                 manager_config: ManagerConfig | None = None) -> None:
         self.dir = Path(log_dir)
         self.default_config = config or LogConfig()
+        self.manager_config = manager_config or ManagerConfig()
         self.topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.time_ms = time_ms
         self.backend = backend or get_backend("posix")
@@ -73,6 +86,10 @@ class LogManager:
         # Only now: a crash during loading must recover again next time.
         (self.dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         self._closed = False
+        self._next_due: dict[str, int] = {}
+        self._scheduler: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._pass_lock = threading.Lock()  # one run_due pass at a time
 
     # -- startup -----------------------------------------------------------
 
@@ -174,15 +191,121 @@ class LogManager:
         now = self.time_ms() if now_ms is None else now_ms
         return sum(1 for lg in list(self._logs.values()) if lg.flush_due(now))
 
+    def flush_rolled(self, now_ms: int | None = None) -> int:
+        """Flush only segments rolled since the last flush (not flush.ms);
+        returns logs flushed."""
+        return sum(1 for lg in list(self._logs.values()) if lg.flush_rolled())
+
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every log."""
         with self._lock:
-            logs = self._logs
-            self._recovery_file.write({tp: lg.recovery_point for tp, lg in logs.items()})
-            self._start_file.write({tp: lg.log_start_offset for tp, lg in logs.items()})
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+
+    def checkpoint_recovery_points(self) -> None:
+        """``recovery-point-offset-checkpoint`` of every log."""
+        with self._lock:
+            self._recovery_file.write(
+                {tp: lg.recovery_point for tp, lg in self._logs.items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """``log-start-offset-checkpoint`` of every log."""
+        with self._lock:
+            self._start_file.write(
+                {tp: lg.log_start_offset for tp, lg in self._logs.items()})
+
+    def drop_cold_cache(self, now_ms: int | None = None, idle_ms: int | None = None) -> int:
+        """Drop the page cache of flushed inactive segments not read for
+        ``idle_ms`` (default ``log.cache.drop.idle.ms``; -1 disables); returns
+        the bytes advised.  See :meth:`Log.drop_cold_cache`."""
+        idle = self.manager_config.cache_drop_idle_ms if idle_ms is None else idle_ms
+        if idle < 0:
+            return 0
+        now = self.time_ms() if now_ms is None else now_ms
+        return sum(lg.drop_cold_cache(now, idle) for lg in list(self._logs.values()))
+
+    # -- scheduler ---------------------------------------------------------
+
+    def _tasks(self) -> list[tuple[str, int, Callable[[int], object]]]:
+        """(name, interval ms, job) of the periodic tasks that are enabled."""
+        cfg = self.manager_config
+        tasks: list[tuple[str, int, Callable[[int], object]]] = [
+            ("retention", cfg.retention_check_interval_ms, self.run_retention),
+            # Kafka's flushDirtyLogs: flush.ms is checked every
+            # log.flush.scheduler.interval.ms (default Long.MaxValue: never).
+            ("flush", cfg.flush_scheduler_interval_ms, self.flush_due),
+            # Kafka flushes a rolled segment asynchronously right after the roll.
+            ("flush-rolled", ROLLED_FLUSH_INTERVAL_MS, self.flush_rolled),
+        ]
+        if cfg.flush_offset_checkpoint_interval_ms > 0:
+            tasks.append(("recovery-point-checkpoint", cfg.flush_offset_checkpoint_interval_ms,
+                          lambda now: self.checkpoint_recovery_points()))
+        if cfg.flush_start_offset_checkpoint_interval_ms > 0:
+            tasks.append(("log-start-offset-checkpoint",
+                          cfg.flush_start_offset_checkpoint_interval_ms,
+                          lambda now: self.checkpoint_log_start_offsets()))
+        if cfg.cache_drop_idle_ms >= 0:
+            tasks.append(("cache-drop", cfg.retention_check_interval_ms, self.drop_cold_cache))
+        return tasks
+
+    def run_due(self, now_ms: int | None = None) -> list[str]:
+        """One scheduler pass: run every task whose interval has passed since
+        it last ran (or, the first time, since the first pass), and return
+        their names in order.  A failing task is logged; the others still run.
+        Intervals count from when a task last ran (fixed delay: a late pass
+        does not make a task catch up).
+        """
+        now = self.time_ms() if now_ms is None else now_ms
+        ran: list[str] = []
+        with self._pass_lock:
+            for name, interval, job in self._tasks():
+                if now < self._next_due.setdefault(name, now + interval):
+                    continue
+                self._next_due[name] = now + interval
+                try:
+                    job(now)
+                except Exception:
+                    log.exception("periodic task %s failed", name)
+                ran.append(name)
+        return ran
+
+    def start_scheduler(self) -> None:
+        """Run :meth:`run_due` on a daemon thread until :meth:`stop_scheduler`
+        (or :meth:`close`).  Starting twice is a no-op."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"log manager of {self.dir} is closed")
+            if self._scheduler is not None and self._scheduler.is_alive():
+                return
+            self._stop.clear()
+            self._scheduler = threading.Thread(target=self._run_scheduler,
+                                               name=f"log-scheduler-{self.dir.name}",
+                                               daemon=True)
+            self._scheduler.start()
+
+    def stop_scheduler(self, timeout: float | None = 30.0) -> None:
+        """Stop the scheduler thread and wait for the task in progress."""
+        thread = self._scheduler
+        self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._scheduler = None
+
+    @property
+    def scheduler_running(self) -> bool:
+        return self._scheduler is not None and self._scheduler.is_alive()
+
+    def _run_scheduler(self) -> None:
+        while not self._stop.is_set():
+            self.run_due()
+            now = self.time_ms()
+            wait_ms = min(self._next_due.values(), default=now + 1000) - now
+            self._stop.wait(min(max(wait_ms, 1) / 1000, _MAX_WAIT_S))
 
     def close(self) -> None:
-        """Clean shutdown: close every log (flushing it), checkpoint, then the marker."""
+        """Clean shutdown: stop the scheduler, close every log (flushing it),
+        checkpoint, then the marker."""
+        self.stop_scheduler()
         with self._lock:
             if self._closed:
                 return

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from pylog._native import index as _native
 from pylog.errors import CorruptBatchError
+from pylog.io import pagecache
 from pylog.io.backend import IOBackend
+from pylog.io.posix import PosixBackend
 from pylog.log.config import INT_MAX, LogConfig
 from pylog.log.errors import InvalidOffsetError
 from pylog.log.offset_index import OffsetIndex, OffsetPosition
@@ -35,6 +37,11 @@ SWAP_SUFFIX = ".swap"
 RECOVERY_WINDOW = 64 * 1024 * 1024
 _BATCH_LENGTH = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
+_index_append = _native.index_append
+_index_write = _native.index_write
+_ST_NEXT_OFFSET = _native.ST_NEXT_OFFSET
+_ST_OFFSET_ENTRIES = _native.ST_OFFSET_ENTRIES
+_ST_TIME_ENTRIES = _native.ST_TIME_ENTRIES
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -64,8 +71,18 @@ class LogSegment:
             self.dir / (file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix), base_offset,
             config.segment_index_bytes)
         self.created_ms = time_ms()
+        # Page-cache bookkeeping (Log.drop_cold_cache): when a fetch last read
+        # this segment (its creation until then), and when its pages were
+        # dropped (None: not since the last read).
+        self.last_read_ms = self.created_ms
+        self.cache_dropped_at: int | None = None
         self._rolling_ts: int | None = None
         self._state = array("q", bytes(8 * _native.STATE_SIZE))
+        self._spare = array("q", bytes(8 * _native.STATE_SIZE))  # see append()
+        # Exactly the posix backend (not a subclass that may wrap its calls):
+        # append() then writes from native code.
+        self._native_write = type(backend) is PosixBackend
+        self._contiguous = not config.compact  # offsets may have gaps only when compacted
         self._load_state()
 
     # -- state -------------------------------------------------------------
@@ -133,38 +150,75 @@ class LogSegment:
 
         Indexing runs first, over the caller's buffer: it rejects batches whose
         offsets do not continue the segment before a byte reaches the file.
-        When the write then fails, the index entries are rolled back.
+        The indexer leaves its running values in a scratch state vector that
+        is adopted only once the write succeeded, so a failed write leaves the
+        segment's state (and the indexes' entry counts) untouched: the index
+        bytes it wrote lie past the committed entries.  With the plain posix
+        backend, indexing, ``pwrite`` and the commit are one native call.
+        """
+        self.try_append(buf, largest_timestamp)
+
+    def try_append(self, buf: memoryview, largest_timestamp: int, max_offset: int = -1,
+                   jitter_ms: int = 0, now_ms: int | None = None,
+                   clock: Callable[[], int] | None = None) -> bool:
+        """The log's append path: :meth:`roll_due` and :meth:`append` in one call.
+
+        With ``max_offset`` >= 0 (the last offset of ``buf``), returns False
+        and writes nothing when the segment must roll first; otherwise appends
+        as :meth:`append` and returns True.  The common case (room, indexes not
+        full, batch timestamps recent) is decided inline; anything else asks
+        :meth:`roll_due`, which holds the rule.
         """
         position = self._size
-        saved = array("q", self._state)
+        n = len(buf)
+        cfg = self.config
         oi, ti = self.offset_index, self.time_index
-        end, status = _native.index_batches(
-            buf, 0, len(buf), position, self.base_offset, self.config.index_interval_bytes,
-            oi._mm, oi.max_entries, ti._mm, ti.max_entries, self._state,
-            not self.config.compact)
-        if status != _native.INDEX_OK or end != len(buf):
-            self._restore(saved)
-            raise InvalidOffsetError(
-                f"batches at offset {saved[_native.ST_NEXT_OFFSET]} do not continue segment "
-                f"{self.base_offset} (status {status}, {end} of {len(buf)} bytes)")
-        try:
-            written = self.backend.pwritev(self._fd, [buf], position)
-            if written != len(buf):  # short write: let the backend finish it
-                self.backend.write_all(self._fd, [buf[written:]], position + written)
-        except BaseException:
-            self._restore(saved)
-            os.ftruncate(self._fd, position)
-            raise
+        if max_offset >= 0:
+            rolling = self._rolling_ts
+            if not (position <= cfg.segment_bytes - n
+                    and max_offset - self.base_offset <= INT_MAX
+                    and oi.entries < oi._length // 8 and ti.entries < ti._length // 12 - 1
+                    and (position == 0 or (rolling is not None and rolling >= 0
+                                           and largest_timestamp - rolling
+                                           <= cfg.segment_ms - jitter_ms))):
+                if self.roll_due(largest_timestamp, max_offset, n, jitter_ms, now_ms, clock):
+                    return False
         st = self._state
-        self.offset_index.entries = st[_native.ST_OFFSET_ENTRIES]
-        self.time_index.entries = st[_native.ST_TIME_ENTRIES]
+        if self._native_write:
+            if _index_write(buf, self._fd, position, self.base_offset,
+                            cfg.index_interval_bytes, oi._mm, ti._mm, st, self._spare,
+                            self._contiguous):
+                self._reject(buf)
+        else:
+            new = self._spare
+            if _index_append(buf, position, self.base_offset, cfg.index_interval_bytes,
+                             oi._mm, ti._mm, st, new, self._contiguous):
+                self._reject(buf)
+            try:
+                written = self.backend.pwritev(self._fd, [buf], position)
+                if written != n:  # short write: let the backend finish it
+                    self.backend.write_all(self._fd, [buf[written:]], position + written)
+            except BaseException:
+                os.ftruncate(self._fd, position)
+                raise
+            self._spare = st
+            self._state = st = new
+        oi.entries = st[_ST_OFFSET_ENTRIES]
+        ti.entries = st[_ST_TIME_ENTRIES]
         if position == 0:
             self._rolling_ts = largest_timestamp
-        self._size = position + len(buf)
+        self._size = position + n
+        return True
 
-    def _restore(self, saved: array) -> None:
-        self._state[:] = saved
-        self._sync_index_entries()
+    def _reject(self, buf: memoryview) -> None:
+        """Raise the error for batches that do not continue this segment."""
+        scratch = array("q", self._state)
+        end, status = _native.index_batches(buf, 0, len(buf), self._size, self.base_offset,
+                                            1 << 62, None, 0, None, 0, scratch,
+                                            not self.config.compact)
+        raise InvalidOffsetError(
+            f"batches at offset {self._state[_ST_NEXT_OFFSET]} do not continue segment "
+            f"{self.base_offset} (status {status}, {end} of {len(buf)} bytes)")
 
     def _sync_index_entries(self) -> None:
         self.offset_index.set_entries(self._state[_native.ST_OFFSET_ENTRIES])
@@ -241,12 +295,33 @@ class LogSegment:
 
     def should_roll(self, now_ms: int, max_timestamp: int, max_offset: int,
                     messages_size: int, jitter_ms: int = 0) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``: full by size, old by time, an
+        index full, or offsets past int32 of the base."""
+        return self.roll_due(max_timestamp, max_offset, messages_size, jitter_ms, now_ms)
+
+    def roll_due(self, max_timestamp: int, max_offset: int, messages_size: int,
+                 jitter_ms: int, now_ms: int | None = None,
+                 clock: Callable[[], int] | None = None) -> bool:
+        """:meth:`should_roll` for the append path, run once per append: the
+        ``is_full`` checks and ``time_waited_for_roll`` are inlined, and the
+        wall clock (``now_ms``, else ``clock()``, else the segment's clock) is
+        read only when the rule needs it (a segment without batch timestamps)."""
         cfg = self.config
-        return (self._size > cfg.segment_bytes - messages_size
-                or (self._size > 0 and self.time_waited_for_roll(now_ms, max_timestamp)
-                    > cfg.segment_ms - jitter_ms)
-                or self.offset_index.is_full() or self.time_index.is_full()
-                or max_offset - self.base_offset > INT_MAX)
+        size = self._size
+        if size > cfg.segment_bytes - messages_size or max_offset - self.base_offset > INT_MAX:
+            return True
+        oi, ti = self.offset_index, self.time_index
+        # OffsetIndex.is_full() / TimeIndex.is_full() (the last time slot is reserved)
+        if oi.entries >= oi._length // 8 or ti.entries >= ti._length // 12 - 1:
+            return True
+        if size == 0:
+            return False
+        rolling = self._rolling_ts
+        if rolling is not None and rolling >= 0:
+            return max_timestamp - rolling > cfg.segment_ms - jitter_ms
+        if now_ms is None:
+            now_ms = (clock or self._time_ms)()
+        return self.time_waited_for_roll(now_ms, max_timestamp) > cfg.segment_ms - jitter_ms
 
     def on_become_inactive(self) -> None:
         """At roll: record the final max timestamp in the reserved slot and trim
@@ -263,6 +338,17 @@ class LogSegment:
         self.time_index.resize(size)
         self._state[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
         self._state[_native.ST_TIME_ENTRIES] = self.time_index.entries
+
+    def drop_cache(self) -> None:
+        """Ask the kernel to evict this segment's clean pages (``.log`` only).
+
+        The read mapping goes first: the kernel does not evict pages that are
+        mapped, and the header walks of earlier reads mapped them (it is
+        mapped again by the next read).  Dirty pages stay: flush first.
+        """
+        self._rmap = None
+        if self._fd >= 0:
+            pagecache.drop_cache(self._fd)
 
     def flush(self) -> None:
         self.backend.fdatasync(self._fd)
