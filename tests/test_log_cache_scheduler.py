@@ -94,6 +94,28 @@ def test_fetch_slice_is_cached(tmp_path):
     lg.close()
 
 
+def test_read_is_cached_before_the_read_touches_data(tmp_path):
+    clock = [T0]
+    lg, sent = _filled_log(tmp_path, clock)
+    cold = lg.segments[0]
+    assert lg.read_is_cached(0, 1 << 20)  # just written
+    assert lg.read_is_cached(lg.log_end_offset, 1 << 20)  # nothing to read
+    assert lg.read_is_cached(-5, 100)  # out of range: answered without data
+    lg.flush()
+    cold.drop_cache()
+    if pagecache.cached_fraction(cold.fd) > 0.5:
+        pytest.skip(f"{_fs_type(tmp_path)} at {tmp_path} keeps pages after "
+                    "POSIX_FADV_DONTNEED")
+    # Asking did not fault the pages in: the answer stays False until a read.
+    assert not lg.read_is_cached(0, 1 << 20)
+    assert not lg.read_is_cached(0, 1 << 20)
+    assert lg.read_is_cached(lg.active_segment.base_offset, 1 << 20)
+    s = lg.read(0, 1 << 20)
+    assert os.pread(s.fd, s.length, s.position) == b"".join(sent)[:s.length]
+    assert lg.read_is_cached(0, s.length)
+    lg.close()
+
+
 # -- Log.drop_cold_cache ---------------------------------------------------------
 
 

@@ -246,6 +246,16 @@ class Log:
 
     # -- read --------------------------------------------------------------
 
+    def read_is_cached(self, start_offset: int, max_bytes: int) -> bool:
+        """Whether :meth:`read` from ``start_offset`` would touch only cached
+        pages (see :meth:`LogSegment.read_is_cached`); out-of-range offsets
+        count as cached, :meth:`read` answers them without touching data."""
+        with self._lock:
+            if not self.log_start_offset <= start_offset < self._next_offset:
+                return True
+            i = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+            return self._segments[i].read_is_cached(start_offset, max_bytes)
+
     def read(self, start_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_message: bool = True) -> FetchSlice:
         """Whole batches from ``start_offset``, at most ``max_bytes`` (but the

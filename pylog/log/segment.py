@@ -267,6 +267,22 @@ class LogSegment:
             length = 0
         return pos, length, base
 
+    def read_is_cached(self, start_offset: int, max_bytes: int) -> bool:
+        """Whether a :meth:`read` from ``start_offset`` finds every page it
+        touches in the page cache.
+
+        A read walks batch headers from the index entry below ``start_offset``
+        to the batch holding it (at most ``index.interval.bytes`` plus one
+        batch) and on over ``max_bytes``; that walk faults cold pages in from
+        disk. The fetch path asks this first so a cold read goes to a thread
+        and does not stall the event loop.
+        """
+        if self._size == 0:
+            return True
+        start = self.offset_index.lookup(start_offset).position
+        span = self.config.index_interval_bytes + max(max_bytes, 0)
+        return pagecache.is_cached(self._fd, start, min(span, self._size - start))
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int
                                  ) -> TimestampOffset | None:
         """The first record with timestamp >= ``timestamp`` at or after ``starting_offset``."""
