@@ -1,29 +1,53 @@
-"""Produce throughput with confluent-kafka: pylog vs librdkafka's in-memory mock broker.
+"""pylog vs librdkafka's in-memory mock broker: produce, consume, CPU, latency.
 
-    python benchmarks/bench_broker.py [--records 300000] [--sizes 100,1024] [--acks all]
+    python benchmarks/bench_broker.py            # 1,000,000 records per producer run
+    python benchmarks/bench_broker.py --quick    # 100,000: a few minutes
 
-Starts a pylog broker (a subprocess on a free port, data in a temporary
-directory), then for each record size produces the same number of records
-to it and to librdkafka's mock cluster (``test.mock.num.brokers=1``: a broker
-inside the client process that keeps records in memory, so it shows the
-client's own ceiling).  Prints records/s, MB/s and pylog's share of the mock's
-rate.  The same producer settings are used for both.
+One run measures, against a pylog broker (a subprocess, data in a temporary
+directory) and against librdkafka's mock cluster (``test.mock.num.brokers=1``
+in a confluent-kafka client started in its own process; records kept in
+memory, so it shows what the clients themselves can do):
+
+* producer throughput, records of 100 B and 1 KiB, acks=1 and acks=all,
+  linger.ms=5, from two clients in turn: confluent-kafka (in this process)
+  and kcat (``kcat -P -l file``, a pre-generated file of records);
+* consumer throughput (confluent-kafka with fetch.queue.backoff.ms=10, and
+  kcat -C -e).  The mock keeps only 5 MiB per partition, so consumer runs
+  read 4 partitions of at most 4 MiB each, several passes;
+* broker CPU seconds per GB produced and per GB fetched: utime+stime from
+  /proc/<pid>/stat of the pylog process and of the mock's host process;
+* produce latency p50/p99/p99.9 at a fixed 50,000 records/s (librdkafka's
+  own per-message latency: produce() to delivery report);
+* zero copy: during a consume, strace counts the bytes the pylog process
+  sends with sendfile (page cache -> socket, never in Python) against the
+  bytes it sends from its own buffers (sendmsg/send/write: headers, framing).
+
+Everything ends in ONE table.  Timings on a shared machine are noisy; the
+ratios (pylog/mock) and CPU s/GB are the numbers to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 
 import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PARTITIONS = 4  # the mock auto-creates topics with 4 partitions; pylog topics match
+MOCK_KEEPS = 5 * 1024 * 1024  # bytes per partition the mock retains
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -32,29 +56,92 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_pylog(data_dir: str) -> tuple[subprocess.Popen, str]:
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+# -- the two brokers --------------------------------------------------------------------
+
+MOCK_HOST = r"""
+import sys, confluent_kafka as ck
+p = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+b = next(iter(p.list_topics(timeout=10).brokers.values()))
+print(f"{b.host}:{b.port}", flush=True)
+sys.stdin.read()  # until the benchmark closes our stdin
+"""
+
+
+@dataclass
+class Target:
+    name: str
+    bootstrap: str
+    pid: int
+    proc: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            if self.name == "mock":
+                self.proc.stdin.close()
+            else:
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def start_pylog(data_dir: str) -> Target:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "pylog", "broker", "--override",
-         f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data_dir}"],
+         f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data_dir}",
+         "--override", f"num.partitions={PARTITIONS}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if select.select([proc.stdout], [], [], 0.2)[0]:
             line = proc.stdout.readline()
             if "listening on" in line:
-                return proc, f"127.0.0.1:{port}"
+                return Target("pylog", f"127.0.0.1:{port}", proc.pid, proc)
             if not line:
                 break
     proc.kill()
     raise SystemExit("pylog broker did not start")
 
 
-def produce(conf: dict, topic: str, count: int, size: int) -> float:
-    """Seconds to produce and get acknowledged ``count`` records of ``size`` bytes."""
-    producer = ck.Producer(conf)
-    # Warm up: metadata, connection, topic creation.
-    producer.produce(topic, b"w")
+def start_mock() -> Target:
+    proc = subprocess.Popen([sys.executable, "-c", MOCK_HOST], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline().strip()
+    if not line:
+        raise SystemExit("mock broker did not start")
+    return Target("mock", line, proc.pid, proc)
+
+
+def make_topic(target: Target, topic: str) -> None:
+    if target.name == "pylog":
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    # the mock creates topics on first use, with 4 partitions
+
+
+def drop_topic(target: Target, topic: str) -> None:
+    if target.name == "pylog":  # frees the disk between runs
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        admin.delete_topics([topic])[topic].result(60)
+
+
+# -- load ----------------------------------------------------------------------------------
+
+
+def produce_confluent(target: Target, topic: str, count: int, size: int, acks: str) -> float:
+    producer = ck.Producer({"bootstrap.servers": target.bootstrap, "acks": acks,
+                            "linger.ms": 5, "batch.size": 1_000_000,
+                            "queue.buffering.max.messages": 1_000_000})
+    producer.produce(topic, b"w")  # warm up: metadata, connection
     producer.flush(30)
     value = os.urandom(size)
     failed = 0
@@ -65,52 +152,279 @@ def produce(conf: dict, topic: str, count: int, size: int) -> float:
             failed += 1
 
     started = time.perf_counter()
+    produce_ = producer.produce
     for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, value, on_delivery=delivered)
-                break
-            except BufferError:  # local queue full: let deliveries drain
-                producer.poll(0.001)
-        if i & 1023 == 0:
+        try:
+            produce_(topic, value, on_delivery=delivered)
+        except BufferError:  # local queue full: let deliveries drain
+            producer.poll(0.005)
+            produce_(topic, value, on_delivery=delivered)
+        if i & 4095 == 0:
             producer.poll(0)
-    if producer.flush(120):
-        raise SystemExit("records left unacknowledged after 120 s")
-    elapsed = time.perf_counter() - started
+    if producer.flush(600):
+        raise SystemExit("records left unacknowledged after 600 s")
     if failed:
         raise SystemExit(f"{failed} records failed")
+    return time.perf_counter() - started
+
+
+def produce_kcat(target: Target, topic: str, path: str, acks: str) -> float:
+    # kcat's librdkafka is 2.0.2; the same settings as the confluent producer.
+    started = time.perf_counter()
+    subprocess.run(["kcat", "-P", "-b", target.bootstrap, "-t", topic, "-X", "linger.ms=5",
+                    "-X", f"acks={acks}", "-X", "batch.size=1000000",
+                    "-X", "queue.buffering.max.messages=1000000", "-l", path],
+                   check=True, timeout=1800)
+    return time.perf_counter() - started
+
+
+def fill_for_consume(target: Target, topic: str, size: int) -> int:
+    """Records per partition, under the mock's 5 MiB, written to every partition."""
+    per_partition = int(MOCK_KEEPS * 0.8) // (size + 20)
+    producer = ck.Producer({"bootstrap.servers": target.bootstrap, "acks": "1",
+                            "linger.ms": 5, "batch.size": 1_000_000,
+                            "queue.buffering.max.messages": 1_000_000})
+    value = os.urandom(size)
+    for p in range(PARTITIONS):
+        for _ in range(per_partition):
+            try:
+                producer.produce(topic, value, partition=p)
+            except BufferError:
+                producer.poll(0.005)
+                producer.produce(topic, value, partition=p)
+    producer.flush(120)
+    return per_partition
+
+
+def consume_confluent(target: Target, topic: str, per_partition: int, passes: int) -> float:
+    total = per_partition * PARTITIONS
+    elapsed = 0.0
+    for _ in range(passes):
+        c = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": "bench",
+                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
+                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 4194304})
+        c.assign([ck.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got = 0
+        started = time.perf_counter()
+        while got < total:
+            # consume(n) waits until n messages or the timeout: never ask past the end
+            msgs = c.consume(min(10000, total - got), 10)
+            if not msgs:
+                raise SystemExit(f"consumer stalled at {got}/{total} on {target.name}")
+            got += sum(1 for m in msgs if not m.error())
+        elapsed += time.perf_counter() - started
+        c.close()
     return elapsed
+
+
+def consume_kcat(target: Target, topic: str, per_partition: int, passes: int) -> float:
+    elapsed = 0.0
+    for _ in range(passes):
+        started = time.perf_counter()
+        out = subprocess.run(["kcat", "-C", "-b", target.bootstrap, "-t", topic, "-o",
+                              "beginning", "-e", "-q", "-f", "x"],
+                             check=True, capture_output=True, timeout=600).stdout
+        elapsed += time.perf_counter() - started
+        if len(out) != per_partition * PARTITIONS:
+            raise SystemExit(f"kcat read {len(out)} of {per_partition * PARTITIONS} records")
+    return elapsed
+
+
+def latency(target: Target, topic: str, rate: int, seconds: float, size: int) -> list[float]:
+    """Per-message latencies (ms) producing at a fixed ``rate``."""
+    producer = ck.Producer({"bootstrap.servers": target.bootstrap, "acks": "all",
+                            "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
+    for p in range(PARTITIONS):  # warm up: metadata, connection, every partition
+        producer.produce(topic, b"w", partition=p)
+    producer.flush(30)
+    lat: list[float] = []
+
+    def delivered(err: object, msg: object) -> None:
+        if not err:
+            lat.append(msg.latency() * 1000)
+
+    value = os.urandom(size)
+    tick = 0.001
+    per_tick = rate * tick
+    warmup = int(rate * 1.0)  # the first second is not counted
+    started = time.perf_counter()
+    sent = 0
+    total = int(rate * seconds) + warmup
+    while sent < total:
+        due = int((time.perf_counter() - started) / tick * per_tick) + 1
+        for _ in range(min(due, total) - sent):
+            producer.produce(topic, value, on_delivery=delivered)
+        sent = max(sent, min(due, total))
+        producer.poll(0)
+        pause = started + (sent / per_tick) * tick - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+    producer.flush(60)
+    achieved = total / (time.perf_counter() - started)
+    lat = lat[warmup:]  # delivery order: the warm-up second's reports come first
+    if achieved < rate * 0.9:
+        print(f"  note: {target.name} latency run reached only {achieved:,.0f} records/s",
+              file=sys.stderr)
+    return sorted(lat)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def zero_copy_share(target: Target, topic: str, per_partition: int) -> tuple[int, int] | None:
+    """(bytes sent by sendfile, bytes sent from buffers) by pylog during a consume."""
+    if shutil.which("strace") is None:
+        return None
+    # -y: fds with their paths, to count only sendfile *to a socket* (pylog
+    # also sendfiles cold segments to /dev/null to warm the page cache).
+    trace = subprocess.Popen(["strace", "-f", "-qq", "-y", "-e",
+                              "trace=sendfile,sendmsg,sendto,write,writev",
+                              "-p", str(target.pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    if trace.poll() is not None:
+        return None
+    consume_confluent(target, topic, per_partition, 1)
+    time.sleep(0.3)
+    trace.terminate()
+    _, err = trace.communicate(timeout=30)
+    zero = buffered = 0
+    for line in err.splitlines():
+        m = re.search(r"(sendfile|sendmsg|sendto|writev|write)\((\d+<[^>]*>)?.*= (\d+)\s*$",
+                      line)
+        if m and "socket:" in (m.group(2) or ""):
+            if m.group(1) == "sendfile":
+                zero += int(m.group(3))
+            else:
+                buffered += int(m.group(3))
+    return zero, buffered
+
+
+# -- the run -------------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--quick", action="store_true",
+                        help="100,000 records per producer run, shorter consume/latency runs")
+    parser.add_argument("--records", type=int, default=None)
     parser.add_argument("--sizes", default="100,1024")
-    parser.add_argument("--acks", default="all")
-    parser.add_argument("--linger-ms", default="5")
-    parser.add_argument("--compression", default="none")
+    parser.add_argument("--acks", default="1,all")
+    parser.add_argument("--rate", type=int, default=50_000)
     args = parser.parse_args()
-    common = {"acks": args.acks, "linger.ms": args.linger_ms, "batch.size": 1_000_000,
-              "compression.type": args.compression, "queue.buffering.max.messages": 1_000_000}
-    print(f"confluent-kafka {version('confluent-kafka')}, librdkafka {ck.libversion()[0]}; "
-          f"{args.records} records, acks={args.acks}, linger.ms={args.linger_ms}, "
-          f"compression={args.compression}")
+    records = args.records or (100_000 if args.quick else 1_000_000)
+    passes = 2 if args.quick else 5
+    lat_seconds = 3.0 if args.quick else 10.0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    acks_list = args.acks.split(",")
+    have_kcat = shutil.which("kcat") is not None
+    clients = ["confluent"] + (["kcat"] if have_kcat else [])
+    print(f"confluent-kafka {version('confluent-kafka')} (librdkafka {ck.libversion()[0]}), "
+          f"kcat: {'yes' if have_kcat else 'not installed'}; {records:,} records per producer "
+          f"run, linger.ms=5, {PARTITIONS} partitions, {os.cpu_count()} CPUs", flush=True)
+    rows: list[tuple] = []
     with tempfile.TemporaryDirectory(prefix="pylog-bench-") as data:
-        proc, bootstrap = start_pylog(data)
+        files = {}
+        if have_kcat:
+            for size in sizes:
+                path = os.path.join(data, f"records-{size}.txt")
+                line = os.urandom(size).hex()[:size].encode() + b"\n"
+                with open(path, "wb") as f:
+                    for _ in range(records // 1000):
+                        f.write(line * 1000)
+                files[size] = path
+        pylog = start_pylog(os.path.join(data, "pylog"))
+        mock = start_mock()
+        targets = [pylog, mock]
+        run_id = 0
         try:
-            print(f"{'size':>6} {'target':>8} {'records/s':>12} {'MB/s':>8} {'vs mock':>8}")
-            for size in (int(s) for s in args.sizes.split(",")):
-                mock_s = produce({**common, "test.mock.num.brokers": 1}, f"b{size}",
-                                 args.records, size)
-                pylog_s = produce({**common, "bootstrap.servers": bootstrap}, f"b{size}",
-                                  args.records, size)
-                for name, secs in (("mock", mock_s), ("pylog", pylog_s)):
-                    rate = args.records / secs
-                    print(f"{size:>6} {name:>8} {rate:>12,.0f} {rate * size / 1e6:>8.1f} "
-                          f"{mock_s / secs:>8.2f}")
+            for size in sizes:
+                for acks in acks_list:
+                    for client in clients:
+                        result = {}
+                        for t in targets:
+                            run_id += 1
+                            topic = f"p{run_id}"
+                            make_topic(t, topic)
+                            before = cpu_seconds(t.pid)
+                            if client == "confluent":
+                                secs = produce_confluent(t, topic, records, size, acks)
+                            else:
+                                secs = produce_kcat(t, topic, files[size], acks)
+                            cpu = cpu_seconds(t.pid) - before
+                            result[t.name] = (records / secs, cpu / (records * size / 1e9))
+                            drop_topic(t, topic)
+                            print(f"  produce {client} {size}B acks={acks} {t.name}: "
+                                  f"{records / secs:,.0f} rec/s", file=sys.stderr, flush=True)
+                        rows.append(("produce", client, size, acks, result))
+            share = None
+            for size in sizes:
+                per = {}
+                for t in targets:
+                    run_id += 1
+                    topic = f"c{run_id}"
+                    make_topic(t, topic)
+                    per[t.name] = (topic, fill_for_consume(t, topic, size))
+                for client in clients:
+                    result = {}
+                    for t in targets:
+                        topic, per_partition = per[t.name]
+                        before = cpu_seconds(t.pid)
+                        fn = consume_confluent if client == "confluent" else consume_kcat
+                        secs = fn(t, topic, per_partition, passes)
+                        cpu = cpu_seconds(t.pid) - before
+                        n = per_partition * PARTITIONS * passes
+                        result[t.name] = (n / secs, cpu / (n * size / 1e9))
+                        print(f"  consume {client} {size}B {t.name}: {n / secs:,.0f} rec/s",
+                              file=sys.stderr, flush=True)
+                    rows.append(("consume", client, size, "-", result))
+                if size == max(sizes):
+                    share = zero_copy_share(pylog, *per["pylog"])
+            lat = {}
+            for t in targets:
+                run_id += 1
+                topic = f"l{run_id}"
+                make_topic(t, topic)
+                lat[t.name] = latency(t, topic, args.rate, lat_seconds, 100)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            for t in targets:
+                t.stop()
+
+    print()
+    head = (f"| {'test':<8} | {'client':<9} | {'size':>5} | {'acks':>4} | {'pylog rec/s':>14} "
+            f"| {'pylog MB/s':>10} | {'mock rec/s':>14} | {'mock MB/s':>9} | {'pylog/mock':>10} "
+            f"| {'pylog CPU s/GB':>14} | {'mock CPU s/GB':>13} |")
+    print(head)
+    print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
+    for test, client, size, acks, r in rows:
+        (pr, pc), (mr, mc) = r["pylog"], r["mock"]
+        print(f"| {test:<8} | {client:<9} | {size:>5} | {acks:>4} | {pr:>14,.0f} "
+              f"| {pr * size / 1e6:>10.1f} | {mr:>14,.0f} | {mr * size / 1e6:>9.1f} "
+              f"| {pr / mr:>10.2f} | {pc:>14.2f} | {mc:>13.2f} |")
+    for q, label in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")):
+        p, m = percentile(lat["pylog"], q), percentile(lat["mock"], q)
+        print(f"| {'latency':<8} | {'confluent':<9} | {100:>5} | {'all':>4} | "
+              f"{label + ' ' + format(p, '.2f') + ' ms':>14} | {'':>10} | "
+              f"{label + ' ' + format(m, '.2f') + ' ms':>14} | {'':>9} | {p / m:>10.2f} "
+              f"| {'':>14} | {'':>13} |")
+    if share is not None:
+        zero, buffered = share
+        total = zero + buffered
+        print(f"| {'zerocopy':<8} | {'confluent':<9} | {max(sizes):>5} | {'-':>4} | "
+              f"{format(zero / max(total, 1), '.2%') + ' sendfile':>14} | {'':>10} | {'':>14} | "
+              f"{'':>9} | {'':>10} | {'':>14} | {'':>13} |")
+        print(f"\nlatency: {args.rate:,} records/s for {lat_seconds:.0f} s, acks=all, "
+              "librdkafka's produce-to-delivery time per message.")
+        print(f"zerocopy: of {total / 1e6:.1f} MB the pylog process sent while serving a "
+              f"consume, {zero / 1e6:.1f} MB went by sendfile (file -> socket, never copied "
+              f"into Python) and {buffered / 1e3:.1f} kB from its own buffers (response "
+              "headers, framing, other responses).")
+    print("CPU s/GB: broker process utime+stime per GB of record payload produced "
+          "(produce rows) or fetched (consume rows); the mock's process hosts an idle "
+          "client too.")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     from pylog.tools import dump_log
 
     dump_log.add_parser(sub)
+    from pylog.tools import consumer_groups
+
+    consumer_groups.add_parser(sub)
+    # Kafka's operator and perf tools (pylog/tools/kafka_tools.py lists them).
+    from pylog.tools.kafka_tools import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

@@ -233,7 +233,8 @@ def _mock_broker(args: argparse.Namespace) -> int:
 
 
 def _producer_perf(args: argparse.Namespace) -> int:
-    from spark_bench import driver, histo, task
+    from pylog import histo
+    from spark_bench import driver, task
     from spark_bench.grid import SETTINGS
 
     try:

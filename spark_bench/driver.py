@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spark_bench import histo
+from pylog import histo
 from spark_bench.grid import CORE_KEYS, Grid
 
 

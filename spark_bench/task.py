@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from spark_bench import histo
+from pylog import histo
 from spark_bench.grid import client_config
 
 # Bytes of payload kept in the pool per task; the pool is cycled through.

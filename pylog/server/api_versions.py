@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from pylog.server.broker import Broker
 
 API_KEY = ApiKey.API_VERSIONS
-VERSIONS = (0, 3)
+VERSIONS = (0, 4)
 
 
 def _api_keys(broker: Broker) -> list[dict[str, int]]:

@@ -15,10 +15,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from pylog.coordinator import CoordinatorConfig, GroupCoordinator
 from pylog.io.backend import get_backend
 from pylog.log import LogConfig, LogManager
 from pylog.net.listener import Listener
+from pylog.server import producer_state
 from pylog.server.config import BrokerConfig, Endpoint
+from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import PartitionProducers, ProducerIds
 from pylog.server.requests import RequestRouter
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
@@ -46,8 +49,19 @@ class Broker:
                                topic_configs=topic_configs)
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
+        # Groups and committed offsets, rebuilt from __consumer_offsets.
+        self.groups = GroupCoordinator(self.topics, CoordinatorConfig.from_broker(config))
+        self.groups.load()
         self.producer_ids = ProducerIds(self.log_dir)
         self._producers: dict[TopicPartition, PartitionProducers] = {}
+        # Log end offset of each partition's last producer snapshot; partitions
+        # whose end has not moved since are not written again.
+        self._snapshot_at: dict[TopicPartition, int] = {}
+        for tp, lg in self.logs.logs().items():
+            # After the log recovery above: snapshot + replay of the tail.
+            state = producer_state.load(lg)
+            if state is not None:
+                self._producers[tp] = state
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.
@@ -60,6 +74,9 @@ class Broker:
             send_buffer=config["socket.send.buffer.bytes"],
             receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor)
         self.endpoint: Endpoint = config.advertised()
+        # Prometheus page at metrics.listener; None when off, so each hook in the
+        # request, produce and fetch paths costs one attribute test.
+        self.metrics = BrokerMetrics.create(self)
         self.stopping = False
         self._tasks: list[asyncio.Task] = []
 
@@ -72,7 +89,9 @@ class Broker:
         topic = self.topics.delete(name)
         for p in range(topic.partitions):
             self._producers.pop((name, p), None)
+            self._snapshot_at.pop((name, p), None)
             self.notify_append(name, p)  # parked fetches re-read and see it gone
+        self.groups.remove_topic_offsets(name)  # as Kafka's handleDeletedPartitions
         return topic
 
     def producers_of(self, topic: str, partition: int) -> PartitionProducers:
@@ -111,12 +130,17 @@ class Broker:
     async def start(self) -> None:
         port = await self.listener.start()
         self.endpoint = self.config.advertised(port)
+        if self.metrics is not None:
+            await self.metrics.start()
+        self.groups.start()
         cfg = self.config
         self._every(cfg["log.retention.check.interval.ms"], self.logs.run_retention)
         self._every(min(cfg["log.flush.scheduler.interval.ms"], ROLLED_FLUSH_INTERVAL_MS),
                     self.logs.flush_due)
         if cfg["log.flush.offset.checkpoint.interval.ms"] > 0:
             self._every(cfg["log.flush.offset.checkpoint.interval.ms"], self.logs.checkpoint)
+            self._tasks.append(asyncio.get_running_loop().create_task(self._snapshot_every(
+                cfg["log.flush.offset.checkpoint.interval.ms"] / 1000)))
 
     def _every(self, interval_ms: int, job: Callable[[], object]) -> None:
         self._tasks.append(asyncio.get_running_loop().create_task(
@@ -134,18 +158,54 @@ class Broker:
                 log.exception("periodic task %s failed", getattr(job, "__name__", job))
             log.debug("%s took %.3fs", getattr(job, "__name__", job), time.monotonic() - started)
 
+    def _snapshot_jobs(self) -> list[Callable[[], None]]:
+        """Producer snapshots due, taken on the loop thread (the only writer of
+        producer state and of appends, so state and offset agree); the
+        returned jobs only write files."""
+        jobs: list[Callable[[], None]] = []
+        for tp, lg in self.logs.logs().items():
+            end = lg.log_end_offset
+            if self._snapshot_at.get(tp) == end:
+                continue
+            self._snapshot_at[tp] = end
+            state = self._producers.get(tp) or PartitionProducers()
+            data = PartitionProducers.from_json(state.to_json(end), end)  # a frozen copy
+            jobs.append(lambda lg=lg, data=data, end=end:
+                        producer_state.write_snapshot(lg, data, end))
+        return jobs
+
+    def _write_snapshots(self, jobs: list[Callable[[], None]]) -> None:
+        for job in jobs:
+            try:
+                job()
+            except (OSError, ValueError) as exc:  # e.g. the topic was deleted meanwhile
+                log.info("producer snapshot skipped: %s", exc)
+
+    async def _snapshot_every(self, interval_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            await loop.run_in_executor(self.executor, self._write_snapshots,
+                                       self._snapshot_jobs())
+
     async def stop(self) -> None:
         """Stop accepting, answer what was read, then close the logs cleanly."""
         self.stopping = True
         self.listener.stop_accepting()
+        if self.metrics is not None:
+            await self.metrics.stop()
         for waiters in list(self._waiters.values()):
             for fut in list(waiters):
                 if not fut.done():
                     fut.set_result(None)  # parked fetches answer now
+        await self.groups.stop()  # parked joins and syncs answer now
         await self.listener.drain(DRAIN_TIMEOUT_S)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         loop = asyncio.get_running_loop()
+        # Before the logs close: a clean start then needs no replay at all.
+        await loop.run_in_executor(self.executor, self._write_snapshots,
+                                   self._snapshot_jobs())
         await loop.run_in_executor(self.executor, self.logs.close)
         self.executor.shutdown(wait=True)

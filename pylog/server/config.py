@@ -107,6 +107,19 @@ def _dirs(key: str, raw: str) -> tuple[str, ...]:
     return dirs
 
 
+def _metrics_url(key: str, raw: str) -> str:
+    """metrics.listener: empty (off) or http://host:port/path (pylog.server.metrics)."""
+    value = raw.strip()
+    if value:
+        from pylog.server.metrics import parse_listener
+
+        try:
+            parse_listener(value)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: {exc}") from None
+    return value
+
+
 _LONG = _int()
 _POS = _int(1)
 _NONNEG = _int(0)
@@ -152,6 +165,15 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.preallocate": (_bool, "false"),
     "min.insync.replicas": (_int(1, INT_MAX), "1"),
     "io.backend": (_choice("posix", "io_uring"), "posix"),
+    # Prometheus text at this URL, e.g. http://127.0.0.1:9404/metrics; empty: off.
+    "metrics.listener": (_metrics_url, ""),
+    # Consumer groups (pylog.coordinator); Kafka's defaults.
+    "offsets.topic.num.partitions": (_int(1, INT_MAX), "50"),
+    "offsets.retention.minutes": (_int(1, INT_MAX), "10080"),
+    "offsets.retention.check.interval.ms": (_POS, "600000"),
+    "group.initial.rebalance.delay.ms": (_int(0, INT_MAX), "3000"),
+    "group.min.session.timeout.ms": (_int(0, INT_MAX), "6000"),
+    "group.max.session.timeout.ms": (_int(0, INT_MAX), "1800000"),
 }
 
 # Kafka settings with no effect on a single pylog node; accepted so that a stock
@@ -159,14 +181,14 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
 IGNORED = frozenset({
     "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
     "num.replica.fetchers", "background.threads", "offsets.topic.replication.factor",
-    "offsets.topic.num.partitions", "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr", "group.initial.rebalance.delay.ms",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms", "process.roles",
     "controller.quorum.voters", "controller.listener.names", "inter.broker.listener.name",
     "listener.security.protocol.map", "broker.rack", "replica.lag.time.max.ms",
     "unclean.leader.election.enable", "compression.type", "auto.leader.rebalance.enable",
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
-    "metadata.log.dir", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
+    "metadata.log.dir",
 })
 
 

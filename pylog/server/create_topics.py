@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server import topic_configs
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
@@ -12,8 +13,8 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (0, 7)
-DEFAULT_CONFIG = 5       # ConfigSource.DEFAULT_CONFIG
-DYNAMIC_TOPIC_CONFIG = 1
+# CreatableTopicConfigs: DescribeConfigs' entry less synonyms, type and docs.
+_CREATED_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive")
 
 
 def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
@@ -34,20 +35,18 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
     if rf != 1:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Replication factor: {rf} larger than available brokers: 1.")
-    configs = {c.name: c.value for c in t.configs if c.value is not None}
-    broker.topics.check_create(t.name, partitions, configs)
+    raw = {c.name: c.value for c in t.configs}
+    broker.topics.check_create(t.name, partitions, raw)  # name, existence, count, configs
+    configs = broker.topics.validate_configs(raw)
     if not validate_only:
         topic = broker.topics.create(t.name, partitions, configs)
         topic_id = topic.topic_id
     else:
         topic_id = None
-    shown = broker.topics.log_config(configs).to_props()
     return {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
             "num_partitions": partitions, "replication_factor": 1,
-            "configs": [{"name": k, "value": v, "read_only": False,
-                         "config_source": DYNAMIC_TOPIC_CONFIG if k in configs
-                         else DEFAULT_CONFIG, "is_sensitive": False}
-                        for k, v in sorted(shown.items())]}
+            "configs": [{k: c[k] for k in _CREATED_FIELDS}
+                        for c in topic_configs.describe(configs, broker.config)]}
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:

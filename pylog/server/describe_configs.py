@@ -1,10 +1,12 @@
-"""DescribeConfigs: topic configs (explicit or the broker default) and broker configs."""
+"""DescribeConfigs: topic configs (explicit, server.properties, or Kafka's default) and
+broker configs, each with its source and, when asked (v1+), its synonyms."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server import topic_configs
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -12,21 +14,26 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (0, 4)
 TOPIC, BROKER = 2, 4
-# ConfigSource values
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = (topic_configs.STATIC_BROKER_CONFIG,
+                                        topic_configs.DEFAULT_CONFIG)
 
 
 def _entries(values: dict[str, str | None], explicit: set[str], source: int,
-             keys: Any) -> list[dict[str, Any]]:
+             keys: Any, synonyms: bool) -> list[dict[str, Any]]:
     wanted = set(keys) if keys is not None else None
-    return [{"name": k, "value": v, "read_only": source != DYNAMIC_TOPIC_CONFIG,
-             "is_default": k not in explicit,
-             "config_source": source if k in explicit else DEFAULT_CONFIG,
-             "is_sensitive": False, "synonyms": [], "config_type": 0, "documentation": None}
-            for k, v in sorted(values.items()) if wanted is None or k in wanted]
+    out = []
+    for k, v in sorted(values.items()):
+        if wanted is not None and k not in wanted:
+            continue
+        src = source if k in explicit else DEFAULT_CONFIG
+        out.append({"name": k, "value": v, "read_only": True, "is_default": k not in explicit,
+                    "config_source": src, "is_sensitive": False,
+                    "synonyms": [{"name": k, "value": v, "source": src}] if synonyms else [],
+                    "config_type": 0, "documentation": None})
+    return out
 
 
-def _resource(broker: Broker, r: Any) -> dict[str, Any]:
+def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]:
     out = {"resource_type": r.resource_type, "resource_name": r.resource_name,
            "error_code": 0, "error_message": None, "configs": []}
     if r.resource_type == TOPIC:
@@ -35,9 +42,10 @@ def _resource(broker: Broker, r: Any) -> dict[str, Any]:
             out.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        error_message=f"Topic {r.resource_name} does not exist")
             return out
-        values = broker.topics.log_config(topic.configs).to_props()
-        out["configs"] = _entries(values, set(topic.configs), DYNAMIC_TOPIC_CONFIG,
-                                  r.configuration_keys)
+        out["configs"] = topic_configs.describe(
+            topic.configs, broker.config, r.configuration_keys,
+            synonyms=version >= 1 and body.include_synonyms,
+            documentation=version >= 3 and body.include_documentation)
     elif r.resource_type == BROKER:
         if r.resource_name not in ("", str(broker.node_id)):
             out.update(error_code=ErrorCode.INVALID_REQUEST,
@@ -45,7 +53,7 @@ def _resource(broker: Broker, r: Any) -> dict[str, Any]:
             return out
         values = broker.config.describe()
         out["configs"] = _entries(values, set(broker.config.originals), STATIC_BROKER_CONFIG,
-                                  r.configuration_keys)
+                                  r.configuration_keys, version >= 1 and body.include_synonyms)
     else:
         out.update(error_code=ErrorCode.INVALID_REQUEST,
                    error_message=f"unsupported resource type {r.resource_type}")
@@ -53,4 +61,6 @@ def _resource(broker: Broker, r: Any) -> dict[str, Any]:
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "results": [_resource(broker, r) for r in body.resources]}
+    v = header.api_version
+    return {"throttle_time_ms": 0,
+            "results": [_resource(broker, r, v, body) for r in body.resources]}

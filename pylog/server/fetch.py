@@ -106,6 +106,8 @@ def handle(broker: Broker, header: Any, body: Any) -> Any:
         return _encode(header, [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     topics, size, errors = _read(broker, body, header.api_version)
     if size >= body.min_bytes or body.max_wait_ms <= 0 or errors or not body.topics:
+        if broker.metrics is not None:
+            broker.metrics.fetched(size, topics, errors)
         return _encode(header, topics)
     return _park(broker, header, body)
 
@@ -125,6 +127,8 @@ async def _park(broker: Broker, header: Any, body: Any) -> Any:
             broker.remove_waiter(keys, woken)
         topics, size, errors = _read(broker, body, header.api_version)
         if size >= body.min_bytes or errors or loop.time() >= deadline or broker.stopping:
+            if broker.metrics is not None:
+                broker.metrics.fetched(size, topics, errors)
             return _encode(header, topics)
 
 

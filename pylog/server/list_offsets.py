@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from pylog.server.broker import Broker
 
 API_KEY = ApiKey.LIST_OFFSETS
-VERSIONS = (0, 7)
+VERSIONS = (1, 7)
 
 
 def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, Any]:

@@ -23,7 +23,7 @@ LEADER_EPOCH = 0
 def _topic(broker: Broker, topic: Topic) -> dict[str, Any]:
     node = [broker.node_id]
     return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
-            "is_internal": False,
+            "is_internal": topic.name == "__consumer_offsets",  # Kafka's internal topic
             "partitions": [{"error_code": 0, "partition_index": p, "leader_id": broker.node_id,
                             "leader_epoch": LEADER_EPOCH, "replica_nodes": node,
                             "isr_nodes": node, "offline_replicas": []}

@@ -10,6 +10,7 @@ min.insync.replicas asks for more replicas than one.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any
 
 from pylog.errors import CorruptBatchError
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
-VERSIONS = (3, 9)
+VERSIONS = (3, 11)
+_BATCH_LENGTH = struct.Struct(">i")  # after the 8-byte base offset
 
 
 def _error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
@@ -39,6 +41,11 @@ def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> 
                       "This server does not host this topic-partition.")
     if records is None or len(records) == 0:
         return _error(index, ErrorCode.CORRUPT_MESSAGE, "empty record set")
+    if len(records) >= 12 and 12 + _BATCH_LENGTH.unpack_from(records, 8)[0] < len(records):
+        # As Kafka (LogValidator): one batch per partition from v3 on, which
+        # is also what lets a retried batch be recognised by its sequences.
+        return _error(index, ErrorCode.INVALID_RECORD, "Produce requests with version 3 "
+                      "and above are only allowed to contain exactly one record batch")
     config = log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -69,6 +76,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> 
         return _error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
     if producers is not None:
         producers.record(batch, result.base_offset, result.log_append_time)
+    metrics = broker.metrics
+    if metrics is not None:  # per batch, never per record
+        metrics.bytes_in += len(records)
+        metrics.messages_in += result.last_offset - result.base_offset + 1
     broker.notify_append(topic, index)
     return {"index": index, "error_code": 0, "base_offset": result.base_offset,
             "log_append_time_ms": result.log_append_time,
@@ -89,6 +100,8 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any] | None:
         responses = [{"name": t.name, "partition_responses": [
             _append(broker, t.name, p.index, p.records, acks) for p in t.partition_data]}
             for t in body.topic_data]
+    if broker.metrics is not None:
+        broker.metrics.produced(responses, body)
     if acks == 0:
         # No response to carry an error: Kafka closes the connection instead, so
         # the producer notices and refreshes its metadata.

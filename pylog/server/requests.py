@@ -2,8 +2,11 @@
 
 Versions outside what a handler declares are answered as Kafka answers them:
 ApiVersions gets a v0 response with UNSUPPORTED_VERSION (and the list of what
-is supported); any other API, or a frame that does not decode, closes the
-connection, as the client sent something it was never offered.
+is supported); any other API key and version the schemas know gets that API's
+response at that version with UNSUPPORTED_VERSION in its error codes (see
+:mod:`pylog.server.unsupported`).  Only a frame that does not decode (garbage,
+an unknown api key, a version past the schemas) closes the connection, with a
+log line giving the reason.
 """
 
 from __future__ import annotations
@@ -21,17 +24,35 @@ from pylog.protocol import (
     encode_response,
 )
 from pylog.server import (
+    alter_configs,
     api_versions,
+    create_partitions,
     create_topics,
+    delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
+    describe_log_dirs,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
+    heartbeat,
+    incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    push_telemetry,
+    sync_group,
+    unsupported,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +62,12 @@ log = logging.getLogger(__name__)
 
 HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets, create_topics,
                    delete_topics, init_producer_id, find_coordinator, describe_cluster,
-                   describe_configs)
+                   describe_configs, create_partitions, alter_configs,
+                   incremental_alter_configs, describe_log_dirs, delete_records,
+                   get_telemetry_subscriptions, push_telemetry,
+                   # consumer groups and committed offsets
+                   join_group, sync_group, heartbeat, leave_group, offset_commit,
+                   offset_fetch, list_groups, describe_groups, delete_groups, offset_delete)
 
 _PLAIN = (bytes, list)
 
@@ -52,6 +78,7 @@ class RequestRouter:
         self.handlers = {int(m.API_KEY): m.handle for m in HANDLER_MODULES}
         self.versions: dict[int, tuple[int, int]] = {
             int(m.API_KEY): m.VERSIONS for m in HANDLER_MODULES}
+        self.peer: Any = None  # (host, port) of the request being dispatched
 
     def __call__(self, conn: Connection, frame: bytearray) -> Any:
         try:
@@ -59,15 +86,28 @@ class RequestRouter:
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.header is not None:
                 return api_versions.unsupported(self.broker, exc.header.correlation_id)
+            # Past the schemas: the body cannot be read, so no error response
+            # can name its parts.  Warning level: the default log shows it.
+            log.warning("closing connection from %s: %s", conn.peer, exc)
             raise CloseConnection(str(exc)) from None
         except ProtocolError as exc:
+            log.warning("closing connection from %s: malformed request: %s", conn.peer, exc)
             raise CloseConnection(f"malformed request: {exc}") from None
         key, version = header.api_key, header.api_version
         supported = self.versions.get(key)
         if supported is None or not supported[0] <= version <= supported[1]:
             if key == ApiKey.API_VERSIONS:
                 return api_versions.unsupported(self.broker, header.correlation_id)
-            raise CloseConnection(f"api key {key} v{version} is not supported")
+            if key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0:
+                # The client reads no response to acks=0: closing is the only signal.
+                log.warning("closing connection from %s: produce v%s (acks=0) is not served",
+                            conn.peer, version)
+                raise CloseConnection(f"produce v{version} is not supported")
+            log.info("api key %s v%s is not served: answering UNSUPPORTED_VERSION", key, version)
+            return unsupported.respond(header, body)
+        # The client's address, for handlers that record it (group members'
+        # client host); read synchronously by the handler, before any await.
+        self.peer = conn.peer
         result = self.handlers[key](self.broker, header, body)
         if result is None or type(result) in _PLAIN:
             return result

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pylog.log import LogConfig, LogManager
 from pylog.protocol import ErrorCode
+from pylog.server import topic_configs
 
 TOPICS_FILE = "pylog-topics.json"
 PARTITION_METADATA = "partition.metadata"
@@ -142,13 +143,16 @@ class TopicRegistry:
         return self.topics.get(name)
 
     def log_config(self, configs: dict[str, str]) -> LogConfig:
-        """The LogConfig of a topic with these explicit configs; TopicError
-        INVALID_CONFIG for an unknown name or a bad value."""
-        if not configs:
-            return self.default_config
+        """The LogConfig of a topic with these explicit configs (already
+        validated: see :meth:`validate_configs`)."""
+        return topic_configs.log_config(configs, self.default_config)
+
+    @staticmethod
+    def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
+        """Normalised configs; TopicError INVALID_CONFIG naming the bad key."""
         try:
-            return LogConfig.from_props(configs, base=self.default_config, strict=True)
-        except ValueError as exc:
+            return topic_configs.validate(configs)
+        except topic_configs.ConfigValueError as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
     # -- changes -------------------------------------------------------------
@@ -160,11 +164,11 @@ class TopicRegistry:
         if partitions < 1:
             raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              "Number of partitions must be larger than 0.")
-        return self.log_config(configs)
+        return self.log_config(self.validate_configs(configs))
 
     def create(self, name: str, partitions: int, configs: dict[str, str] | None = None
                ) -> Topic:
-        configs = dict(configs or {})
+        configs = self.validate_configs(dict(configs or {}))
         config = self.check_create(name, partitions, configs)
         topic = Topic(name, uuid.uuid4(), partitions, configs)
         for p in range(partitions):
@@ -181,5 +185,29 @@ class TopicRegistry:
                              "This server does not host this topic-partition.")
         self.by_id.pop(topic.topic_id, None)
         self.logs.delete_topic(name)
+        self._save()
+        return topic
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replace a topic's explicit configs (validated by the caller); the
+        running logs take the new LogConfig at once, and the file is saved
+        before returning so that an acknowledged change survives a crash."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"Topic {name} does not exist")
+        self.logs.update_topic_config(name, self.log_config(configs))
+        topic.configs = dict(configs)
+        self._save()
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """CreatePartitions: grow ``name`` to ``total`` partitions."""
+        topic = self.topics[name]
+        config = self.log_config(topic.configs)
+        for p in range(topic.partitions, total):
+            self.logs.get_or_create_log(name, p, config)
+            self._write_partition_metadata(topic, p)
+        topic.partitions = total
         self._save()
         return topic

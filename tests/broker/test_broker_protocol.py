@@ -35,14 +35,30 @@ def partition_response(r):
     return r.responses[0].partition_responses[0]
 
 
+SPEC_VERSIONS = {
+    ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 11),
+    ApiKey.FETCH: (4, 12), ApiKey.LIST_OFFSETS: (1, 7), ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (0, 6), ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4), ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4), ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 4), ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0),
+    ApiKey.PUSH_TELEMETRY: (0, 0),
+}
+
+
 def test_api_versions_lists_only_implemented(broker) -> None:
-    with RawClient(broker.bootstrap) as c:
-        r = c.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t",
-                                                "client_software_version": "1"})
-    assert r.error_code == 0
-    keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-    assert keys[ApiKey.PRODUCE] == (3, 9)
-    assert ApiKey.JOIN_GROUP not in keys and ApiKey.OFFSET_COMMIT not in keys
+    for version in (3, 4):  # v4: same body, what kafka-python 3.x sends first
+        with RawClient(broker.bootstrap) as c:
+            r = c.request(ApiKey.API_VERSIONS, version, {"client_software_name": "t",
+                                                          "client_software_version": "1"})
+        assert r.error_code == 0
+        keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+        for key, versions in SPEC_VERSIONS.items():
+            assert keys[key] == versions, key
+        # Other APIs (group and transaction ones) are advertised only by the
+        # modules that implement them.
+        assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.ADD_PARTITIONS_TO_TXN not in keys
 
 
 def test_unknown_api_versions_version_gets_unsupported_version(broker) -> None:
@@ -58,15 +74,41 @@ def test_unknown_api_versions_version_gets_unsupported_version(broker) -> None:
         assert c.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
 
 
-def test_unsupported_version_of_other_api_closes(broker) -> None:
+def test_unsupported_version_of_other_api_gets_error_response(broker) -> None:
     with RawClient(broker.bootstrap) as c:
-        c.send(ApiKey.PRODUCE, 2, produce_body("x", 0, b""))
-        assert c.is_closed()
+        # Produce v2 (magic 1) is in the schemas but not served: per-partition errors.
+        r = c.request(ApiKey.PRODUCE, 2, produce_body("x", 3, b""))
+        part = partition_response(r)
+        assert (r.responses[0].name, part.index) == ("x", 3)
+        assert part.error_code == ErrorCode.UNSUPPORTED_VERSION
+        # An API with a top-level error code (SaslHandshake, not served at all).
+        r = c.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
+        # ListOffsets v0 is below the served range.
+        r = c.request(ApiKey.LIST_OFFSETS, 0, {"replica_id": -1, "topics": [
+            {"name": "x", "partitions": [{"partition_index": 1, "timestamp": -1,
+                                          "max_num_offsets": 1}]}]})
+        assert r.topics[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+        # The connection still serves.
+        assert c.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_unknown_key_or_version_closes_and_broker_serves_others(broker) -> None:
+    with RawClient(broker.bootstrap) as bystander:
+        for api_key, version in ((999, 0), (ApiKey.METADATA, 99)):
+            with RawClient(broker.bootstrap) as c:
+                frame = struct.pack(">hhih", api_key, version, 5, 1) + b"x" + b"\x00" * 8
+                c.send_raw(struct.pack(">i", len(frame)) + frame)
+                assert c.is_closed()
+            assert bystander.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
 
 
 def test_oversized_frame_closes_connection(broker) -> None:
     with RawClient(broker.bootstrap) as c:
         c.send_raw(struct.pack(">i", 104857600 + 1) + b"\x00" * 16)
+        assert c.is_closed()
+    with RawClient(broker.bootstrap) as c:  # a 2 GiB size prefix: refused, not allocated
+        c.send_raw(struct.pack(">I", 2**31 - 1) + b"\x00" * 16)
         assert c.is_closed()
     with RawClient(broker.bootstrap) as c:
         c.send_raw(struct.pack(">i", -5))
@@ -269,3 +311,30 @@ def test_idle_connections_are_closed(start_broker) -> None:
         assert idle.is_closed(timeout=3)
         assert time.monotonic() - started < 3
         assert busy.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_two_batches_in_one_partition_is_invalid_record(broker, topic) -> None:
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch() + batch()))
+        assert partition_response(r).error_code == ErrorCode.INVALID_RECORD
+        bad = bytearray(batch())
+        bad[16] = 1  # magic 1: not a v2 batch
+        r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, bytes(bad)))
+        assert partition_response(r).error_code == ErrorCode.CORRUPT_MESSAGE
+        assert latest_offset(c, topic) == 0  # nothing half-appended
+        r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch()))
+        assert partition_response(r).error_code == 0 and partition_response(r).base_offset == 0
+
+
+def test_random_frames_never_kill_the_broker(broker) -> None:
+    import random
+
+    rng = random.Random(7)
+    with RawClient(broker.bootstrap) as bystander:
+        for _ in range(30):
+            with RawClient(broker.bootstrap) as c:
+                junk = rng.randbytes(rng.randrange(1, 300))
+                c.send_raw(struct.pack(">i", len(junk)) + junk)
+                c.is_closed(1)  # closed, or an error answer: either is fine
+            assert bystander.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0

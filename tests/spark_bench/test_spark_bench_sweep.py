@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("confluent_kafka")
 
-from spark_bench import driver, histo, recommend, report  # noqa: E402
+from pylog import histo  # noqa: E402
+from spark_bench import driver, recommend, report  # noqa: E402
 from spark_bench.grid import parse_grid  # noqa: E402
 
 TASKS = 2

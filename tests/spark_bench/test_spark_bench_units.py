@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("hdrh")
 
-from spark_bench import histo, recommend, report  # noqa: E402
+from pylog import histo  # noqa: E402
+from spark_bench import recommend, report  # noqa: E402
 from spark_bench.grid import GridError, client_config, parse_grid  # noqa: E402
 from spark_bench.task import StatsWindows, make_payloads  # noqa: E402
 

@@ -1,0 +1,793 @@
+"""The group coordinator: Kafka's classic GroupCoordinator on one asyncio loop.
+
+Every group's partition of ``__consumer_offsets`` is led by this node, so this
+node coordinates every group.  The model is Kafka's: JoinGroup requests park
+(futures) until the rebalance completes, i.e. every known member rejoined or
+the rebalance timeout expired (the silent dynamic members are then dropped);
+the first joiner leads and sends everyone's assignment in its SyncGroup, which
+the coordinator hands out without reading it.  Sessions expire when a member
+sends nothing for ``session.timeout.ms``; a member parked in a JoinGroup or
+SyncGroup is kept alive, as the request itself shows it is there.
+
+Time: timers run on the loop's monotonic clock; timestamps written to the log
+(commit times, state times) and offset expiry use ``time_ms`` (wall clock,
+injectable for tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pylog.coordinator import records as fmt
+from pylog.coordinator.group import Group, GroupState, Member
+from pylog.coordinator.offsets_store import OffsetsStore
+from pylog.coordinator.records import OffsetAndMetadata
+from pylog.log import RecordBatchTooLargeError
+from pylog.protocol import ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.server.topics import TopicRegistry
+
+log = logging.getLogger(__name__)
+
+S = GroupState
+E = ErrorCode
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class CoordinatorConfig:
+    """The group settings of the broker config (Kafka's names and defaults)."""
+
+    offsets_topic_num_partitions: int = 50
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+
+    @classmethod
+    def from_broker(cls, cfg: Any) -> CoordinatorConfig:
+        return cls(cfg["offsets.topic.num.partitions"], cfg["offsets.retention.minutes"],
+                   cfg["offsets.retention.check.interval.ms"],
+                   cfg["group.initial.rebalance.delay.ms"],
+                   cfg["group.min.session.timeout.ms"], cfg["group.max.session.timeout.ms"])
+
+
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    version: int
+
+
+@dataclass
+class JoinResult:
+    error: int
+    member_id: str
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str = ""
+    members: list[dict[str, Any]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass
+class SyncResult:
+    error: int
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol: str | None = None
+
+
+@dataclass
+class OffsetCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+    commit_timestamp: int = -1  # OffsetCommit v1 only
+
+
+class GroupCoordinator:
+    def __init__(self, topics: TopicRegistry, config: CoordinatorConfig | None = None,
+                 time_ms: Callable[[], int] | None = None) -> None:
+        self.config = config or CoordinatorConfig()
+        self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
+        self.topics = topics
+        self.store = OffsetsStore(topics, self.config.offsets_topic_num_partitions, self.time_ms)
+        self.groups: dict[str, Group] = {}
+        self._expiry_task: asyncio.Task | None = None
+
+    # -- life cycle --------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild groups and offsets from ``__consumer_offsets`` (last value wins)."""
+        stored: dict[str, fmt.StoredGroup | None] = {}
+        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        for _, (key_bytes, value) in self.store.load():
+            key = fmt.parse_key(key_bytes)
+            if isinstance(key, fmt.OffsetKey):
+                mine = offsets.setdefault(key.group, {})
+                if value is None:
+                    mine.pop((key.topic, key.partition), None)
+                else:
+                    mine[(key.topic, key.partition)] = fmt.parse_offset_value(value)
+            elif isinstance(key, fmt.GroupKey):
+                stored[key.group] = None if value is None else fmt.parse_group_value(value)
+        for group_id in stored.keys() | offsets.keys():
+            found = stored.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if found is None and not group_offsets:
+                continue  # deleted
+            group = Group.from_stored(group_id, found) if found else Group(group_id)
+            group.offsets = group_offsets
+            self.groups[group_id] = group
+        if self.groups:
+            log.info("loaded %d groups from %s", len(self.groups), self.store.topics)
+
+    def start(self) -> None:
+        """On the loop: session timers for loaded members, the offset expiry task."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._heartbeat(group, member)
+        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
+
+    async def stop(self) -> None:
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            await asyncio.gather(self._expiry_task, return_exceptions=True)
+        for group in self.groups.values():
+            if group.rebalance_timer is not None:
+                group.rebalance_timer.cancel()
+            for handle in group.pending_members.values():
+                if handle is not None:
+                    handle.cancel()
+            for member in group.members.values():
+                if member.timer is not None:
+                    member.timer.cancel()
+                self._finish_join(member, JoinResult(E.COORDINATOR_NOT_AVAILABLE,
+                                                     member.member_id))
+                self._finish_sync(member, SyncResult(E.COORDINATOR_NOT_AVAILABLE))
+
+    async def _expire_forever(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.expire_offsets()
+            except Exception:
+                log.exception("offset expiration failed")
+
+    # -- helpers -----------------------------------------------------------------
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    def _store(self, group: Group, entries: list[fmt.Entry]) -> int:
+        """Append to the group's offsets partition; NONE or the error to answer."""
+        try:
+            self.store.append(group.group_id, entries)
+        except RecordBatchTooLargeError:
+            return E.INVALID_COMMIT_OFFSET_SIZE
+        except Exception:
+            log.exception("writing to %s failed for group %s", "__consumer_offsets",
+                          group.group_id)
+            return E.COORDINATOR_NOT_AVAILABLE
+        return E.NONE
+
+    def _store_group(self, group: Group, assignments: dict[str, bytes] | None = None) -> int:
+        value = fmt.group_value(group.stored(assignments))
+        return self._store(group, [(fmt.group_key(group.group_id), value)])
+
+    @staticmethod
+    def _finish_join(member: Member, result: JoinResult) -> None:
+        fut, member.join_future = member.join_future, None
+        if fut is not None and not fut.done():
+            fut.set_result(result)
+
+    @staticmethod
+    def _finish_sync(member: Member, result: SyncResult) -> None:
+        fut, member.sync_future = member.sync_future, None
+        if fut is not None and not fut.done():
+            fut.set_result(result)
+
+    def _join_result(self, group: Group, member: Member) -> JoinResult:
+        leader = group.is_leader(member.member_id)
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata(group.protocol)}
+                   for m in group.members.values()] if leader else []
+        return JoinResult(E.NONE, member.member_id, group.generation, group.protocol_type,
+                          group.protocol, group.leader_id or "", members)
+
+    # -- sessions ----------------------------------------------------------------
+
+    def _heartbeat(self, group: Group, member: Member) -> None:
+        """Any request from a member proves it alive: push its session deadline."""
+        loop = self._loop
+        member.deadline = loop.time() + member.session_timeout_ms / 1000
+        if member.timer is None:
+            # One timer per member, moved forward lazily when it fires: a heartbeat
+            # is an assignment, not a cancel + reschedule on the loop's heap.
+            member.timer = loop.call_at(member.deadline, self._check_session, group, member)
+
+    def _check_session(self, group: Group, member: Member) -> None:
+        member.timer = None
+        if self.groups.get(group.group_id) is not group or group.members.get(
+                member.member_id) is not member:
+            return
+        loop = self._loop
+        now = loop.time()
+        if member.awaiting_join or member.awaiting_sync:
+            member.deadline = max(member.deadline, now + member.session_timeout_ms / 1000)
+        if now < member.deadline:
+            member.timer = loop.call_at(member.deadline, self._check_session, group, member)
+            return
+        log.info("member %s in group %s has failed (session timeout %d ms), removing it",
+                 member.member_id, group.group_id, member.session_timeout_ms)
+        self._remove_member_and_update_group(group, member)
+
+    def _expire_pending(self, group: Group, member_id: str) -> None:
+        if group.pending_members.pop(member_id, False) is False:
+            return
+        if group.is_(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    # -- rebalancing -------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.is_(S.COMPLETING_REBALANCE):
+            # Assignments of the aborted generation must not be handed out.
+            for m in group.members.values():
+                m.assignment = b""
+                self._finish_sync(m, SyncResult(E.REBALANCE_IN_PROGRESS))
+        was_empty = group.is_(S.EMPTY)
+        group.transition(S.PREPARING_REBALANCE, self.time_ms())
+        if group.rebalance_timer is not None:
+            group.rebalance_timer.cancel()
+        timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        log.info("preparing to rebalance group %s in state PreparingRebalance with old "
+                 "generation %d (reason: %s)", group.group_id, group.generation, reason)
+        if was_empty:
+            # Kafka's InitialDelayedJoin: let the rest of a starting group arrive
+            # before the first generation, instead of one rebalance per joiner.
+            delay = self.config.group_initial_rebalance_delay_ms
+            group.in_initial_delay = True
+            group.new_member_added = False
+            group.initial_delay_remaining_ms = max(timeout_ms - delay, 0)
+            group.rebalance_timer = self._loop.call_later(
+                delay / 1000, self._initial_delay_expired, group)
+        else:
+            group.in_initial_delay = False
+            group.rebalance_timer = self._loop.call_later(
+                timeout_ms / 1000, self._rebalance_expired, group)
+            self._try_complete_join(group)
+
+    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+
+    def _initial_delay_expired(self, group: Group) -> None:
+        group.rebalance_timer = None
+        if self.groups.get(group.group_id) is not group or not group.is_(
+                S.PREPARING_REBALANCE):
+            return
+        delay = self.config.group_initial_rebalance_delay_ms
+        if group.new_member_added and group.initial_delay_remaining_ms > 0:
+            group.new_member_added = False
+            wait = min(delay, group.initial_delay_remaining_ms)
+            group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - delay, 0)
+            group.rebalance_timer = self._loop.call_later(
+                wait / 1000, self._initial_delay_expired, group)
+            return
+        group.in_initial_delay = False
+        self._complete_join(group)
+
+    def _rebalance_expired(self, group: Group) -> None:
+        group.rebalance_timer = None
+        if self.groups.get(group.group_id) is group:
+            self._complete_join(group)
+
+    def _try_complete_join(self, group: Group) -> None:
+        if (group.is_(S.PREPARING_REBALANCE) and not group.in_initial_delay
+                and group.all_members_joined()):
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        """Kafka's onCompleteJoin: drop who did not rejoin, start the next generation,
+        answer every parked JoinGroup (the member list to the leader only)."""
+        if not group.is_(S.PREPARING_REBALANCE):
+            return
+        if group.rebalance_timer is not None:
+            group.rebalance_timer.cancel()
+            group.rebalance_timer = None
+        for m in group.not_yet_rejoined():
+            # Static members keep their place: they may come back within their session.
+            if m.group_instance_id is None:
+                self._drop_member(group, m, E.UNKNOWN_MEMBER_ID)
+        leader = group.members.get(group.leader_id or "")
+        if group.members and (leader is None or not leader.awaiting_join):
+            joined = next((m for m in group.members.values() if m.awaiting_join), None)
+            if joined is None:
+                # Nobody rejoined: wait again; session expiry removes the silent ones.
+                timeout_ms = max(m.rebalance_timeout_ms for m in group.members.values())
+                group.rebalance_timer = self._loop.call_later(
+                    timeout_ms / 1000, self._rebalance_expired, group)
+                return
+            group.leader_id = joined.member_id
+        group.init_next_generation(self.time_ms())
+        if group.is_(S.EMPTY):
+            error = self._store_group(group)
+            if error:
+                log.warning("failed to write empty metadata for group %s: %s",
+                            group.group_id, error)
+            return
+        log.info("stabilized group %s generation %d with %d members (protocol %s)",
+                 group.group_id, group.generation, len(group.members), group.protocol)
+        for m in group.members.values():
+            if m.awaiting_join:
+                result = self._join_result(group, m)
+                m.is_new = False
+                self._finish_join(m, result)
+            self._heartbeat(group, m)
+
+    def _drop_member(self, group: Group, member: Member, error: int) -> None:
+        self._finish_join(member, JoinResult(error, member.member_id))
+        self._finish_sync(member, SyncResult(error))
+        if member.timer is not None:
+            member.timer.cancel()
+            member.timer = None
+        group.remove(member.member_id)
+
+    def _remove_member_and_update_group(self, group: Group, member: Member) -> None:
+        self._drop_member(group, member, E.UNKNOWN_MEMBER_ID)
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"removing member {member.member_id}")
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    # -- JoinGroup ---------------------------------------------------------------
+
+    def join_group(self, req: JoinRequest) -> JoinResult | asyncio.Future:
+        if not req.group_id:
+            return JoinResult(E.INVALID_GROUP_ID, req.member_id)
+        cfg = self.config
+        if not (cfg.group_min_session_timeout_ms <= req.session_timeout_ms
+                <= cfg.group_max_session_timeout_ms):
+            return JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id)
+        self.store.ensure_topic()
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.member_id:
+                return JoinResult(E.UNKNOWN_MEMBER_ID, req.member_id)
+            group = self.groups[req.group_id] = Group(req.group_id,
+                                                      current_state_timestamp=self.time_ms())
+        if group.is_(S.DEAD):
+            # Deleted meanwhile: the client finds the coordinator again.
+            return JoinResult(E.COORDINATOR_NOT_AVAILABLE, req.member_id)
+        if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+        if not req.member_id:
+            result = self._join_new_member(group, req)
+        else:
+            result = self._join_known_member(group, req)
+        if group.is_(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+        return result
+
+    def _new_member(self, member_id: str, req: JoinRequest) -> Member:
+        return Member(member_id, req.group_instance_id, req.client_id, req.client_host,
+                      req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
+                      [(n, bytes(m)) for n, m in req.protocols], join_version=req.version)
+
+    def _join_new_member(self, group: Group, req: JoinRequest) -> JoinResult | asyncio.Future:
+        member_id = f"{req.group_instance_id or req.client_id}-{uuid.uuid4()}"
+        if req.group_instance_id is not None:
+            return self._join_static_member(group, member_id, req)
+        if req.version >= 4:
+            # KIP-394: hand out the id first, so a client that times out and retries
+            # rejoins as the same member instead of leaving a ghost behind.
+            group.pending_members[member_id] = self._loop.call_later(
+                req.session_timeout_ms / 1000, self._expire_pending, group, member_id)
+            return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
+        return self._add_member_and_rebalance(group, member_id, req)
+
+    def _join_static_member(self, group: Group, member_id: str,
+                            req: JoinRequest) -> JoinResult | asyncio.Future:
+        instance_id = req.group_instance_id
+        assert instance_id is not None
+        old_id = group.static_members.get(instance_id)
+        if old_id is None:
+            return self._add_member_and_rebalance(group, member_id, req)
+        old = group.members[old_id]
+        new = self._new_member(member_id, req)
+        group.replace_static_member(instance_id, old_id, new)
+        # The previous incarnation, if it is still around, is fenced.
+        self._finish_join(old, JoinResult(E.FENCED_INSTANCE_ID, old_id))
+        self._finish_sync(old, SyncResult(E.FENCED_INSTANCE_ID))
+        if old.timer is not None:
+            old.timer.cancel()
+        if group.is_(S.STABLE):
+            if group.protocol in set(new.protocol_names()) and \
+                    group.select_protocol() == group.protocol:
+                error = self._store_group(group)
+                if error:
+                    group.replace_static_member(instance_id, member_id, old)
+                    return JoinResult(error, "")
+                self._heartbeat(group, new)
+                new.is_new = False
+                leader = group.is_leader(member_id)
+                if leader and req.version >= 9:
+                    result = self._join_result(group, new)
+                    result.skip_assignment = True
+                    return result
+                # Before v9 a restarted leader is told the old id leads, so it does
+                # not run an assignment that nobody would receive.
+                return JoinResult(E.NONE, member_id, group.generation, group.protocol_type,
+                                  group.protocol, old_id if leader else group.leader_id or "")
+            return self._update_member_and_rebalance(group, new, req, "static member "
+                                                     "rejoined with new protocols")
+        return self._update_member_and_rebalance(group, new, req,
+                                                 f"static member {instance_id} rejoined")
+
+    def _add_member_and_rebalance(self, group: Group, member_id: str,
+                                  req: JoinRequest) -> asyncio.Future:
+        member = self._new_member(member_id, req)
+        member.join_future = self._loop.create_future()
+        handle = group.pending_members.pop(member_id, None)
+        if handle is not None:
+            handle.cancel()
+        group.add(member)
+        if group.in_initial_delay:
+            group.new_member_added = True
+        self._heartbeat(group, member)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+        return member.join_future
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
+                                     reason: str) -> asyncio.Future:
+        member.protocols = [(n, bytes(m)) for n, m in req.protocols]
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.join_version = req.version
+        # A retried JoinGroup replaces the parked one: answer the old so it frees.
+        self._finish_join(member, JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_future = self._loop.create_future()
+        self._heartbeat(group, member)
+        self._maybe_prepare_rebalance(group, reason)
+        return member.join_future
+
+    def _join_known_member(self, group: Group, req: JoinRequest) -> JoinResult | asyncio.Future:
+        member_id = req.member_id
+        if member_id in group.pending_members:
+            return self._add_member_and_rebalance(group, member_id, req)
+        if group.is_static_member_fenced(member_id, req.group_instance_id):
+            return JoinResult(E.FENCED_INSTANCE_ID, member_id)
+        member = group.members.get(member_id)
+        if member is None or group.state in (S.EMPTY, S.DEAD):
+            return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
+        self._heartbeat(group, member)
+        if group.is_(S.PREPARING_REBALANCE):
+            return self._update_member_and_rebalance(group, member, req, "member rejoined")
+        if group.is_(S.COMPLETING_REBALANCE):
+            if member.matches(req.protocols):
+                return self._join_result(group, member)  # a retry: same answer again
+            return self._update_member_and_rebalance(group, member, req,
+                                                     "member changed its protocols")
+        # Stable: a follower rejoining unchanged gets the current generation back;
+        # the leader rejoining, or any change, means a new assignment is wanted.
+        if group.is_leader(member_id) or not member.matches(req.protocols):
+            return self._update_member_and_rebalance(group, member, req,
+                                                     "leader or changed member rejoined")
+        return self._join_result(group, member)
+
+    # -- SyncGroup ---------------------------------------------------------------
+
+    def sync_group(self, group_id: str, generation: int, member_id: str,
+                   instance_id: str | None, protocol_type: str | None,
+                   protocol_name: str | None,
+                   assignments: dict[str, bytes]) -> SyncResult | asyncio.Future:
+        group = self.groups.get(group_id)
+        if not group_id:
+            return SyncResult(E.INVALID_GROUP_ID)
+        if group is None:
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
+        if group.is_(S.DEAD):
+            return SyncResult(E.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(member_id, instance_id):
+            return SyncResult(E.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None:
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
+        if generation != group.generation:
+            return SyncResult(E.ILLEGAL_GENERATION)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+                protocol_name is not None and protocol_name != group.protocol):
+            return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
+        if group.is_(S.EMPTY):
+            return SyncResult(E.UNKNOWN_MEMBER_ID)
+        if group.is_(S.PREPARING_REBALANCE):
+            return SyncResult(E.REBALANCE_IN_PROGRESS)
+        self._heartbeat(group, member)
+        if group.is_(S.STABLE):
+            return self._sync_result(group, member.assignment)
+        # CompletingRebalance: park until the leader's assignment arrives.
+        self._finish_sync(member, SyncResult(E.REBALANCE_IN_PROGRESS))
+        member.sync_future = fut = self._loop.create_future()
+        if group.is_leader(member_id):
+            full = {mid: assignments.get(mid, b"") for mid in group.members}
+            error = self._store_group(group, full)
+            if error:
+                for m in group.members.values():
+                    m.assignment = b""
+                    self._finish_sync(m, SyncResult(error))
+                self._prepare_rebalance(group, "storing the assignment failed")
+                return fut
+            for m in group.members.values():
+                m.assignment = full[m.member_id]
+                self._finish_sync(m, self._sync_result(group, m.assignment))
+            group.transition(S.STABLE, self.time_ms())
+        return fut
+
+    @staticmethod
+    def _sync_result(group: Group, assignment: bytes) -> SyncResult:
+        return SyncResult(E.NONE, assignment, group.protocol_type, group.protocol)
+
+    # -- Heartbeat, LeaveGroup ---------------------------------------------------
+
+    def heartbeat(self, group_id: str, generation: int, member_id: str,
+                  instance_id: str | None) -> int:
+        group = self.groups.get(group_id)
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        if group is None:
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(member_id, instance_id):
+            return E.FENCED_INSTANCE_ID
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return E.ILLEGAL_GENERATION
+        if group.is_(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID
+        self._heartbeat(group, member)
+        if group.is_(S.PREPARING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def leave_group(self, group_id: str,
+                    members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """(top-level error, one error per leaving (member id, instance id))."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
+        if group.is_(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(members)
+        errors = []
+        for member_id, instance_id in members:
+            if not member_id and instance_id is not None:
+                member_id = group.static_members.get(instance_id, "")
+                if not member_id:
+                    errors.append(E.UNKNOWN_MEMBER_ID)
+                    continue
+            elif group.is_static_member_fenced(member_id, instance_id):
+                errors.append(E.FENCED_INSTANCE_ID)
+                continue
+            if member_id in group.pending_members:
+                handle = group.pending_members.pop(member_id)
+                if handle is not None:
+                    handle.cancel()
+                if group.is_(S.PREPARING_REBALANCE):
+                    self._try_complete_join(group)
+                errors.append(E.NONE)
+                continue
+            member = group.members.get(member_id)
+            if member is None:
+                errors.append(E.UNKNOWN_MEMBER_ID)
+                continue
+            log.info("member %s has left group %s", member_id, group_id)
+            self._remove_member_and_update_group(group, member)
+            errors.append(E.NONE)
+        return E.NONE, errors
+
+    # -- offsets -----------------------------------------------------------------
+
+    def commit_offsets(self, group_id: str, generation: int, member_id: str,
+                       instance_id: str | None, commits: list[OffsetCommit],
+                       retention_ms: int = -1) -> dict[TopicPartition, int]:
+        def all_(code: int) -> dict[TopicPartition, int]:
+            return {(c.topic, c.partition): code for c in commits}
+
+        if not group_id:
+            return all_(E.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return all_(E.ILLEGAL_GENERATION)
+            # A group that only stores offsets here (no group management).
+            self.store.ensure_topic()
+            group = self.groups[group_id] = Group(group_id,
+                                                  current_state_timestamp=self.time_ms())
+        if group.is_(S.DEAD):
+            return all_(E.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(member_id, instance_id):
+            return all_(E.FENCED_INSTANCE_ID)
+        if not (generation < 0 and group.is_(S.EMPTY)):
+            if group.is_(S.COMPLETING_REBALANCE):
+                return all_(E.REBALANCE_IN_PROGRESS)
+            member = group.members.get(member_id)
+            if member is None:
+                return all_(E.UNKNOWN_MEMBER_ID)
+            if generation != group.generation:
+                return all_(E.ILLEGAL_GENERATION)
+            self._heartbeat(group, member)
+        return self._do_commit(group, commits, retention_ms)
+
+    def _do_commit(self, group: Group, commits: list[OffsetCommit],
+                   retention_ms: int) -> dict[TopicPartition, int]:
+        now = self.time_ms()
+        errors: dict[TopicPartition, int] = {}
+        entries: list[fmt.Entry] = []
+        values: dict[TopicPartition, OffsetAndMetadata] = {}
+        for c in commits:
+            tp = (c.topic, c.partition)
+            metadata = c.metadata or ""
+            topic = self.topics.get(c.topic)
+            if topic is None or not 0 <= c.partition < topic.partitions:
+                errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                errors[tp] = E.OFFSET_METADATA_TOO_LARGE
+            else:
+                ts = c.commit_timestamp if c.commit_timestamp >= 0 else now
+                value = OffsetAndMetadata(c.offset, c.leader_epoch, metadata, ts,
+                                          ts + retention_ms if retention_ms >= 0 else None)
+                values[tp] = value
+                entries.append((fmt.offset_key(group.group_id, *tp), fmt.offset_value(value)))
+        if entries:
+            error = self._store(group, entries)
+            if error == E.NONE:
+                group.offsets.update(values)
+            for tp in values:
+                errors[tp] = error
+        return errors
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
+                      ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets of the partitions asked for (None: not committed);
+        every committed one when ``partitions`` is None."""
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None and not group.is_(S.DEAD) else {}
+        if partitions is None:
+            return dict(offsets)
+        return {tp: offsets.get(tp) for tp in partitions}
+
+    def _tombstone_offsets(self, group: Group, tps: list[TopicPartition]) -> int:
+        if not tps:
+            return E.NONE
+        error = self._store(group, [(fmt.offset_key(group.group_id, *tp), None) for tp in tps])
+        if error == E.NONE:
+            for tp in tps:
+                group.offsets.pop(tp, None)
+        return error
+
+    def _maybe_remove_group(self, group: Group) -> None:
+        """An Empty group without offsets is gone: Dead, and its metadata tombstoned."""
+        if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
+            group.transition(S.DEAD, self.time_ms())
+            self._store(group, [(fmt.group_key(group.group_id), None)])
+            if self.groups.get(group.group_id) is group:
+                del self.groups[group.group_id]
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Kafka's cleanupGroupMetadata: drop offsets past offsets.retention.minutes.
+
+        An Empty group's offsets expire counting from when it became empty; a
+        group that only stores offsets counts from each commit; a Stable
+        consumer group's offsets of topics nobody subscribes to any more count
+        from their commit.  Returns the number of offsets removed.
+        """
+        now = self.time_ms() if now_ms is None else now_ms
+        retention = self.config.offsets_retention_minutes * 60_000
+        removed = 0
+        for group in list(self.groups.values()):
+            subscribed: set[str] | None = None
+            if group.is_(S.EMPTY):
+                since_empty = group.current_state_timestamp if group.protocol_type else -1
+
+                def base(o: OffsetAndMetadata, since: int = since_empty) -> int:
+                    return since if since >= 0 else o.commit_timestamp
+            elif group.is_(S.STABLE) and (subscribed := group.subscribed_topics()) is not None:
+                def base(o: OffsetAndMetadata) -> int:
+                    return o.commit_timestamp
+            else:
+                continue
+            expired = [tp for tp, o in group.offsets.items()
+                       if (subscribed is None or tp[0] not in subscribed)
+                       and (now >= o.expire_timestamp if o.expire_timestamp is not None
+                            else now - base(o) >= retention)]
+            if expired and self._tombstone_offsets(group, expired) == E.NONE:
+                removed += len(expired)
+                log.info("removed %d expired offsets of group %s", len(expired),
+                         group.group_id)
+            self._maybe_remove_group(group)
+        return removed
+
+    def remove_topic_offsets(self, topic: str) -> int:
+        """A deleted topic's committed offsets go with it (tombstoned), as do
+        the empty groups that held nothing else.  Returns how many were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            doomed = [tp for tp in group.offsets if tp[0] == topic]
+            if doomed and self._tombstone_offsets(group, doomed) == E.NONE:
+                removed += len(doomed)
+                self._maybe_remove_group(group)
+        return removed
+
+    # -- group administration ----------------------------------------------------
+
+    def list_groups(self) -> list[Group]:
+        return [g for g in self.groups.values() if not g.is_(S.DEAD)]
+
+    def describe_group(self, group_id: str) -> Group | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.is_(S.DEAD) else group
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(S.DEAD):
+                out[group_id] = E.GROUP_ID_NOT_FOUND
+            elif not group.is_(S.EMPTY):
+                out[group_id] = E.NON_EMPTY_GROUP
+            else:
+                entries: list[fmt.Entry] = [(fmt.offset_key(group_id, *tp), None)
+                                            for tp in group.offsets]
+                entries.append((fmt.group_key(group_id), None))
+                error = self._store(group, entries)
+                if error == E.NONE:
+                    group.transition(S.DEAD, self.time_ms())
+                    group.offsets.clear()
+                    del self.groups[group_id]
+                out[group_id] = error
+        return out
+
+    def delete_offsets(self, group_id: str, tps: list[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int]]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_(S.DEAD):
+            return E.GROUP_ID_NOT_FOUND, {}
+        if group.is_(S.EMPTY) or group.protocol_type is None:
+            subscribed: set[str] = set()
+        elif group.protocol_type == "consumer":
+            subscribed = group.subscribed_topics() or set()
+        else:
+            return E.NON_EMPTY_GROUP, {}
+        errors = {tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in tps if tp[0] in subscribed}
+        doomed = [tp for tp in tps if tp not in errors]
+        error = self._tombstone_offsets(group, [tp for tp in doomed if tp in group.offsets])
+        if error:
+            return error, {}
+        errors.update({tp: E.NONE for tp in doomed})
+        self._maybe_remove_group(group)
+        return E.NONE, errors

@@ -1,0 +1,105 @@
+"""``__consumer_offsets``: where groups and committed offsets are written and read back.
+
+The topic is compacted (the last value of a key is the truth) and is created
+on first use (FindCoordinator, a commit, a join), not at startup, as Kafka
+creates it: a broker without groups pays nothing.  A group's records all go to
+one partition, ``abs(javaHash(group)) % offsets.topic.num.partitions``, whose
+leader (this node) is the group's coordinator.
+
+Loading reads every partition from its log start and keeps the last value per
+key; a null value (tombstone) removes the key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from pylog.coordinator import records as fmt
+from pylog.records import BatchBuilder, read_batches
+
+if TYPE_CHECKING:
+    from pylog.log import Log
+    from pylog.server.topics import TopicRegistry
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's defaults for the internal topic: compacted, 100 MiB segments.
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+_READ_CHUNK = 1 << 20
+
+Entry = tuple[bytes, bytes | None]  # key, value (None: tombstone)
+
+
+class OffsetsStore:
+    def __init__(self, topics: TopicRegistry, num_partitions: int,
+                 time_ms: Callable[[], int] | None = None) -> None:
+        self.topics = topics
+        self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
+        existing = topics.get(OFFSETS_TOPIC)
+        # An existing topic keeps its partition count: the group -> partition
+        # mapping must not move under committed offsets.
+        self.num_partitions = existing.partitions if existing else num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return fmt.partition_for(group_id, self.num_partitions)
+
+    def ensure_topic(self) -> None:
+        if self.topics.get(OFFSETS_TOPIC) is None:
+            log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
+            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(OFFSETS_TOPIC_CONFIGS))
+
+    def _log(self, partition: int) -> Log:
+        self.ensure_topic()
+        found = self.topics.logs.get_log(OFFSETS_TOPIC, partition)
+        if found is None:
+            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is missing")
+        return found
+
+    def append(self, group_id: str, entries: list[Entry]) -> int:
+        """Write one batch of records to the group's partition; its base offset.
+        Raises what Log.append raises (the coordinator maps it to an error code)."""
+        now = self.time_ms()
+        builder = BatchBuilder()
+        for key, value in entries:
+            builder.append(now, key, value)
+        return self._log(self.partition_for(group_id)).append(
+            bytearray(builder.build())).base_offset
+
+    # -- loading -----------------------------------------------------------------
+
+    def read_partition(self, partition: int) -> Iterator[Entry]:
+        """Every (key, value) of one partition, oldest first."""
+        found = self.topics.logs.get_log(OFFSETS_TOPIC, partition)
+        if found is None:
+            return
+        offset = found.log_start_offset
+        end = found.log_end_offset
+        while offset < end:
+            chunk = found.read(offset, _READ_CHUNK)
+            if chunk.length <= 0:
+                break
+            data = os.pread(chunk.fd, chunk.length, chunk.position)
+            last = offset - 1
+            for batch in read_batches(data):
+                last = batch.base_offset + batch.last_offset_delta
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    if record.offset >= offset and record.key is not None:
+                        yield record.key, record.value
+            if last < offset:
+                break
+            offset = last + 1
+
+    def load(self) -> Iterator[tuple[int, Entry]]:
+        """(partition, entry) for every record of every partition."""
+        if self.topics.get(OFFSETS_TOPIC) is None:
+            return
+        for p in range(self.num_partitions):
+            for entry in self.read_partition(p):
+                yield p, entry

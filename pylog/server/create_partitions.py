@@ -1,0 +1,58 @@
+"""CreatePartitions: grow a topic (partitions can only be added, never removed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.topics import TopicError
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.CREATE_PARTITIONS
+VERSIONS = (0, 3)
+
+
+def _grow(broker: Broker, t: Any, validate_only: bool) -> None:
+    topic = broker.topics.get(t.name)
+    if topic is None:
+        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{t.name}' does not exist.")
+    if t.count < topic.partitions:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                         f"Topic currently has {topic.partitions} partitions, which is higher "
+                         f"than the requested {t.count}.")
+    if t.count == topic.partitions:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                         f"Topic already has {topic.partitions} partitions.")
+    if t.assignments is not None:
+        if len(t.assignments) != t.count - topic.partitions:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Increasing the number of partitions by "
+                             f"{t.count - topic.partitions} but {len(t.assignments)} "
+                             "assignments provided.")
+        for a in t.assignments:
+            if list(a.broker_ids) != [broker.node_id]:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"only node {broker.node_id} exists")
+    if not validate_only:
+        broker.topics.add_partitions(t.name, t.count)
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    results = []
+    seen: set[str] = set()
+    for t in body.topics:
+        if t.name in seen:
+            results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "Duplicate topic name."})
+            continue
+        seen.add(t.name)
+        try:
+            _grow(broker, t, body.validate_only)
+        except TopicError as exc:
+            results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc)})
+            continue
+        results.append({"name": t.name, "error_code": 0, "error_message": None})
+    return {"throttle_time_ms": 0, "results": results}

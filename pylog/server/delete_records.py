@@ -1,0 +1,46 @@
+"""DeleteRecords: raise partitions' log start offset (-1: the high watermark).
+
+The records below it stop being readable at once; whole segments below it go
+at the next retention run, as in Kafka.  The new start offsets are
+checkpointed before answering so that a restart does not bring them back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.log import OffsetOutOfRangeError
+from pylog.log.errors import LogClosedError
+from pylog.protocol import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.DELETE_RECORDS
+VERSIONS = (0, 2)
+HIGH_WATERMARK = -1
+
+
+def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
+    index = p.partition_index
+    log = broker.logs.get_log(topic, index)
+    if log is None:
+        return {"partition_index": index, "low_watermark": -1,
+                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    offset = log.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+    try:
+        low = log.delete_records_before(offset)
+    except OffsetOutOfRangeError:
+        return {"partition_index": index, "low_watermark": -1,
+                "error_code": ErrorCode.OFFSET_OUT_OF_RANGE}
+    except LogClosedError:
+        return {"partition_index": index, "low_watermark": -1,
+                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    return {"partition_index": index, "low_watermark": low, "error_code": 0}
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    topics = [{"name": t.name, "partitions": [_partition(broker, t.name, p)
+                                              for p in t.partitions]} for t in body.topics]
+    broker.logs.checkpoint_log_start_offsets()
+    return {"throttle_time_ms": 0, "topics": topics}

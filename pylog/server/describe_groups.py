@@ -1,0 +1,39 @@
+"""DescribeGroups: state, protocol and members (with assignments once Stable).
+
+As in Kafka, an unknown group is described as Dead rather than refused, and
+member metadata and assignments are only shown in Stable, the one state in
+which they belong to the current generation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.coordinator import GroupState
+from pylog.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.DESCRIBE_GROUPS
+VERSIONS = (0, 5)
+
+
+def _describe(broker: Broker, group_id: str) -> dict[str, Any]:
+    group = broker.groups.describe_group(group_id)
+    if group is None:
+        return {"error_code": 0, "group_id": group_id, "group_state": "Dead",
+                "protocol_type": "", "protocol_data": "", "members": []}
+    stable = group.is_(GroupState.STABLE)
+    return {"error_code": 0, "group_id": group_id, "group_state": str(group.state),
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": (group.protocol or "") if stable else "",
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": m.client_host,
+                         "member_metadata": m.metadata(group.protocol) if stable else b"",
+                         "member_assignment": m.assignment if stable else b""}
+                        for m in group.members.values()]}
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "groups": [_describe(broker, g) for g in body.groups]}

@@ -1,0 +1,79 @@
+"""IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT single topic configs.
+
+The operations of one resource are applied to a copy of the topic's
+overrides, the result is validated whole, and only then stored: a refused
+request leaves the topic as it was.  APPEND/SUBTRACT apply to list configs
+(cleanup.policy, the throttled replica lists), as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server import topic_configs
+from pylog.server.alter_configs import refuse_other, result
+from pylog.server.topics import TopicError
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
+VERSIONS = (0, 1)
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _apply(current: dict[str, str], op: Any) -> None:
+    name, value, kind = op.name, op.value, op.config_operation
+    found = topic_configs.TOPIC_CONFIGS.get(name)
+    if found is None:
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+    if kind == SET:
+        if value is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG,
+                             f"Null value not supported for topic config: {name}")
+        current[name] = value
+    elif kind == DELETE:
+        current.pop(name, None)
+    elif kind in (APPEND, SUBTRACT):
+        if found.config_type != topic_configs.LIST:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed "
+                             f"for config key: {name}")
+        items = [s for s in current.get(name, found.default).split(",") if s]
+        given = [s.strip() for s in (value or "").split(",") if s.strip()]
+        if kind == APPEND:
+            items += [s for s in given if s not in items]
+        else:
+            items = [s for s in items if s not in given]
+        current[name] = ",".join(items)
+    else:
+        raise TopicError(ErrorCode.INVALID_REQUEST, f"unknown config operation {kind}")
+
+
+def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
+    refused = refuse_other(broker, r)
+    if refused is not None:
+        return refused
+    try:
+        topic = broker.topics.get(r.resource_name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"Topic {r.resource_name} does not exist")
+        names = [op.name for op in r.configs]
+        if len(set(names)) != len(names):
+            raise TopicError(ErrorCode.INVALID_REQUEST,
+                             "Error due to duplicate config keys")
+        updated = dict(topic.configs)
+        for op in r.configs:
+            _apply(updated, op)
+        configs = broker.topics.validate_configs(updated)
+        if not validate_only:
+            broker.topics.set_configs(r.resource_name, configs)
+    except TopicError as exc:
+        return result(r, exc.code, str(exc))
+    return result(r)
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0,
+            "responses": [_alter(broker, r, body.validate_only) for r in body.resources]}

@@ -1,0 +1,24 @@
+"""LeaveGroup: members leave (v3+: several at once, static ones by instance id)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.LEAVE_GROUP
+VERSIONS = (0, 5)
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    if header.api_version < 3:
+        top, errors = broker.groups.leave_group(body.group_id, [(body.member_id, None)])
+        return {"throttle_time_ms": 0, "error_code": top or errors[0]}
+    leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+    top, errors = broker.groups.leave_group(body.group_id, leaving)
+    return {"throttle_time_ms": 0, "error_code": top, "members": [
+        {"member_id": mid, "group_instance_id": iid, "error_code": err}
+        for (mid, iid), err in zip(leaving, errors, strict=True)]}

@@ -1,0 +1,27 @@
+"""ListGroups: every live group with its protocol type (v4+: state, v5+: type filters)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.LIST_GROUPS
+VERSIONS = (0, 5)
+GROUP_TYPE = "classic"  # the only group protocol pylog runs
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    states = {s.lower() for s in body.states_filter or ()}
+    types = {t.lower() for t in body.types_filter or ()}
+    groups = []
+    if not types or GROUP_TYPE in types:
+        for g in broker.groups.list_groups():
+            if states and str(g.state).lower() not in states:
+                continue
+            groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
+                           "group_state": str(g.state), "group_type": GROUP_TYPE})
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

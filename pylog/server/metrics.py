@@ -1,0 +1,391 @@
+"""Broker metrics in Prometheus text format, served at ``metrics.listener``.
+
+``metrics.listener=http://127.0.0.1:9404/metrics`` turns them on; the page is
+answered by a small asyncio HTTP handler on the broker's own loop (no thread).
+With the setting empty (the default) no :class:`BrokerMetrics` exists,
+``broker.metrics`` is None and each hook costs one attribute test.
+
+Names follow Kafka's JMX metrics (3.6 docs, section 6.8) by one rule:
+``kafka.<domain>:type=<Type>,name=<Name>,<tag>=<v>`` becomes
+``kafka_<domain>_<type>_<name>{<tag>="<v>"}``, lower-cased, and
+
+* a Meter (the ``...PerSec`` rates) is a Prometheus counter, ``_total``
+  appended; the rate is ``rate(...)`` on the Prometheus side;
+* a Gauge is a gauge;
+* a Histogram/Timer (``TotalTimeMs``) is a summary: ``quantile`` 0.5, 0.99 and
+  0.999 (since start) plus ``_sum`` and ``_count``.
+
+Kafka-style names without a broker JMX counterpart: ``kafka_log_log_*`` per
+partition (Kafka's ``kafka.log:type=Log,name=Size|LogEndOffset|LogStartOffset``),
+and consumer-group lag as ``kafka_consumergroup_lag{group,topic,partition}``
+(the name kafka_exporter uses; Kafka itself only has the client-side lag).
+
+Counting never slows the produce path: plain integer increments on slots of
+one object, no locks (everything runs on the loop), no per-record work:
+messages-in is the appended batch's last - base offset + 1.  Request times
+land in a log-linear histogram (8 sub-buckets per power of two of
+microseconds: 12.5 % resolution) in preallocated lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from pylog.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+MAX_API_KEY = 128
+BUCKETS = 8 * 64
+QUANTILES = (0.5, 0.99, 0.999)
+_PLAIN = (bytes, list)
+READ_TIMEOUT_S = 5.0
+
+
+def parse_listener(url: str) -> tuple[str, int, str]:
+    """``http://host:port/path`` -> (host, port, path); ValueError when malformed."""
+    parts = urlsplit(url.strip())
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise ValueError(f"expected http://host:port/path, got {url!r}")
+    return parts.hostname, parts.port, parts.path or "/metrics"
+
+
+def _request_name(key: int) -> str:
+    """Kafka's request names: API_VERSIONS -> ApiVersions."""
+    try:
+        return "".join(w.capitalize() for w in ApiKey(key).name.split("_"))
+    except ValueError:
+        return f"ApiKey{key}"
+
+
+def _bucket_of(us: int) -> int:
+    if us < 16:
+        return us if us > 0 else 0
+    b = us.bit_length()
+    idx = (b - 4) * 8 + (us >> (b - 4))
+    return idx if idx < BUCKETS else BUCKETS - 1
+
+
+def _bucket_value_us(idx: int) -> float:
+    """The middle of a bucket, in microseconds."""
+    if idx < 16:
+        return float(idx)
+    b = idx // 8 + 3
+    top = idx % 8 + 8
+    lower = top << (b - 4)
+    return lower + (1 << (b - 4)) / 2
+
+
+def _labels(**labels: Any) -> str:
+    inner = ",".join(f'{k}="{_escape(str(v))}"' for k, v in labels.items())
+    return "{" + inner + "}" if inner else ""
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+class BrokerMetrics:
+    """The broker's counters; the request path and the produce/fetch handlers
+    increment the slots directly."""
+
+    __slots__ = ("broker", "host", "port", "path", "bytes_in", "bytes_out", "messages_in",
+                 "bytes_rejected", "failed_produce", "failed_fetch", "total_produce",
+                 "total_fetch", "requests", "time_sum_us", "time_buckets", "idle_ns",
+                 "started_ns", "_last_idle", "_server", "_selector", "_orig_select")
+
+    def __init__(self, broker: Broker, url: str) -> None:
+        self.broker = broker
+        self.host, self.port, self.path = parse_listener(url)
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.messages_in = 0
+        self.bytes_rejected = 0
+        self.failed_produce = 0
+        self.failed_fetch = 0
+        self.total_produce = 0
+        self.total_fetch = 0
+        self.requests = [0] * MAX_API_KEY
+        self.time_sum_us = [0] * MAX_API_KEY
+        self.time_buckets: list[list[int] | None] = [None] * MAX_API_KEY
+        self.idle_ns = 0
+        self.started_ns = time.monotonic_ns()
+        self._last_idle = (self.started_ns, 0)
+        self._server: asyncio.base_events.Server | None = None
+        self._selector: Any = None
+        self._orig_select: Any = None
+
+    @classmethod
+    def create(cls, broker: Broker) -> BrokerMetrics | None:
+        """The broker's metrics when ``metrics.listener`` is set, else None.  Also
+        puts the request timer in front of the listener's handler."""
+        try:
+            url = broker.config["metrics.listener"]
+        except KeyError:
+            return None
+        if not url:
+            return None
+        metrics = cls(broker, url)
+        broker.listener.handler = metrics.timed(broker.listener.handler)
+        return metrics
+
+    # -- hooks ----------------------------------------------------------------
+
+    def record(self, key: int, elapsed_ns: int) -> None:
+        if key >= MAX_API_KEY:
+            return
+        us = elapsed_ns // 1000
+        self.requests[key] += 1
+        self.time_sum_us[key] += us
+        buckets = self.time_buckets[key]
+        if buckets is None:
+            buckets = self.time_buckets[key] = [0] * BUCKETS
+        buckets[_bucket_of(us)] += 1
+
+    def timed(self, handler: Callable[[Any, bytearray], Any]) -> Callable[[Any, bytearray], Any]:
+        """Wrap the request handler: count each request and time it from frame
+        to response (a parked fetch counts its wait, as Kafka's TotalTimeMs)."""
+        clock = time.perf_counter_ns
+        record = self.record
+
+        async def finish(key: int, start: int, pending: Any) -> Any:
+            result = await pending
+            record(key, clock() - start)
+            return result
+
+        def handle(conn: Any, frame: bytearray) -> Any:
+            start = clock()
+            result = handler(conn, frame)
+            key = (frame[0] << 8) | frame[1]
+            if result is None or type(result) in _PLAIN:
+                record(key, clock() - start)
+                return result
+            return finish(key, start, result)
+
+        return handle
+
+    def produced(self, responses: list[dict[str, Any]], body: Any) -> None:
+        """After a produce request: partitions appended and failed (Kafka counts
+        Total/FailedProduceRequests per partition)."""
+        for t_resp, t_req in zip(responses, body.topic_data, strict=False):
+            for p_resp, p_req in zip(t_resp["partition_responses"], t_req.partition_data,
+                                     strict=False):
+                self.total_produce += 1
+                if p_resp["error_code"]:
+                    self.failed_produce += 1
+                    if p_req.records is not None:
+                        self.bytes_rejected += len(p_req.records)
+
+    def fetched(self, nbytes: int, topics: list[dict[str, Any]], failed: bool) -> None:
+        """A fetch answered: its record bytes, its partitions, whether any failed."""
+        self.bytes_out += nbytes
+        for t in topics:
+            self.total_fetch += len(t["partitions"])
+        if failed:
+            self.failed_fetch += 1
+
+    # -- life cycle ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._time_select(loop)
+        log.info("metrics at http://%s:%d%s", self.host, self.port, self.path)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        if self._selector is not None:
+            self._selector.select = self._orig_select
+            self._selector = None
+
+    def _time_select(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Time spent blocked in the selector is the loop's idle time (Kafka's
+        NetworkProcessorAvgIdlePercent); a wrapper on its select() measures it."""
+        selector = getattr(loop, "_selector", None)
+        if selector is None:
+            return
+        orig = selector.select
+        clock = time.monotonic_ns
+
+        def select(timeout: float | None = None) -> Any:
+            start = clock()
+            try:
+                return orig(timeout)
+            finally:
+                self.idle_ns += clock() - start
+
+        selector.select = select
+        self._selector, self._orig_select = selector, orig
+
+    # -- the HTTP endpoint --------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+            method, target = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+            if method not in ("GET", "HEAD"):
+                status, body = "405 Method Not Allowed", b"only GET\n"
+            elif target.split("?", 1)[0] != self.path:
+                status, body = "404 Not Found", f"metrics are at {self.path}\n".encode()
+            else:
+                status, body = "200 OK", self.render().encode()
+            head_out = (f"HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; "
+                        f"charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+                        "Connection: close\r\n\r\n").encode()
+            writer.write(head_out if method == "HEAD" else head_out + body)
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ConnectionError):
+            pass
+        except Exception:
+            log.exception("metrics request failed")
+        finally:
+            writer.close()
+
+    # -- the page ---------------------------------------------------------------
+
+    def _idle_fraction(self) -> float:
+        now = time.monotonic_ns()
+        last_t, last_idle = self._last_idle
+        self._last_idle = (now, self.idle_ns)
+        span = now - last_t
+        if span <= 0 or self._selector is None:
+            return 1.0
+        return min(max((self.idle_ns - last_idle) / span, 0.0), 1.0)
+
+    def render(self) -> str:
+        out: list[str] = []
+
+        def family(name: str, kind: str, help_: str) -> None:
+            out.append(f"# HELP {name} {help_}")
+            out.append(f"# TYPE {name} {kind}")
+
+        # Text format 0.0.4: a counter's TYPE line names the sample, _total included.
+        def meter(name: str, value: int, help_: str) -> None:
+            full = f"kafka_server_brokertopicmetrics_{name}_total"
+            family(full, "counter", help_)
+            out.append(f"{full} {value}")
+
+        meter("bytesinpersec", self.bytes_in, "Bytes appended from produce requests")
+        meter("bytesoutpersec", self.bytes_out, "Record bytes sent in fetch responses")
+        meter("messagesinpersec", self.messages_in, "Records appended")
+        meter("bytesrejectedpersec", self.bytes_rejected,
+              "Bytes of produce requests whose append failed")
+        meter("failedproducerequestspersec", self.failed_produce,
+              "Partition appends that failed")
+        meter("failedfetchrequestspersec", self.failed_fetch, "Fetch requests with an error")
+        meter("totalproducerequestspersec", self.total_produce, "Partition appends requested")
+        meter("totalfetchrequestspersec", self.total_fetch, "Partition reads requested")
+
+        keys = [k for k in range(MAX_API_KEY) if self.requests[k]]
+        name = "kafka_network_requestmetrics_requestspersec_total"
+        family(name, "counter", "Requests received, by request type")
+        for k in keys:
+            out.append(f"{name}{_labels(request=_request_name(k))} {self.requests[k]}")
+        name = "kafka_network_requestmetrics_totaltimems"
+        family(name, "summary", "Time from request frame to response, ms, by request type")
+        for k in keys:
+            req = _request_name(k)
+            for q, value in zip(QUANTILES, self._quantiles_ms(k), strict=True):
+                out.append(f"{name}{_labels(request=req, quantile=q)} {value:.3f}")
+            out.append(f"{name}_sum{_labels(request=req)} {self.time_sum_us[k] / 1000:.3f}")
+            out.append(f"{name}_count{_labels(request=req)} {self.requests[k]}")
+
+        broker = self.broker
+        conns = list(broker.listener.connections)
+        queued = sum(len(getattr(c, "_slots", ())) for c in conns)
+
+        def gauge(name: str, value: float, help_: str) -> None:
+            family(name, "gauge", help_)
+            out.append(f"{name} {value}")
+
+        gauge("kafka_network_requestchannel_requestqueuesize", queued,
+              "Requests read and not yet answered, all connections")
+        gauge("kafka_network_socketserver_networkprocessoravgidlepercent",
+              round(self._idle_fraction(), 6),
+              "Share of time the event loop waited for I/O since the previous scrape")
+        gauge("kafka_server_socketservermetrics_connection_count", len(conns),
+              "Open client connections")
+        logs = broker.logs.logs()
+        gauge("kafka_server_replicamanager_partitioncount", len(logs), "Partitions on this node")
+        gauge("kafka_server_replicamanager_leadercount", len(logs),
+              "Partitions this node leads (all of them on one node)")
+        gauge("kafka_server_replicamanager_underreplicatedpartitions", 0,
+              "Partitions whose ISR is smaller than the replica set (none on one node)")
+        gauge("kafka_controller_kafkacontroller_offlinepartitionscount", 0,
+              "Partitions without a leader")
+        gauge("kafka_controller_kafkacontroller_activecontrollercount", 1,
+              "1 on the active controller")
+        items = sorted(logs.items())
+        for metric, attr, help_ in (("size", "size", "Bytes of the partition's segments"),
+                                    ("logendoffset", "log_end_offset", "Log end offset"),
+                                    ("logstartoffset", "log_start_offset", "Log start offset")):
+            name = f"kafka_log_log_{metric}"
+            family(name, "gauge", help_)
+            for (topic, partition), lg in items:
+                try:
+                    value = getattr(lg, attr)
+                except Exception:  # closed by a concurrent delete
+                    continue
+                out.append(f"{name}{_labels(topic=topic, partition=partition)} {value}")
+        self._group_lag(out, family, logs)
+        out.append("")
+        return "\n".join(out)
+
+    def _quantiles_ms(self, key: int) -> list[float]:
+        buckets = self.time_buckets[key]
+        total = self.requests[key]
+        if not buckets or not total:
+            return [0.0] * len(QUANTILES)
+        out = []
+        for q in QUANTILES:
+            rank = q * total
+            seen = 0
+            for idx, n in enumerate(buckets):
+                seen += n
+                if n and seen >= rank:
+                    out.append(_bucket_value_us(idx) / 1000)
+                    break
+            else:
+                out.append(0.0)
+        return out
+
+    def _group_lag(self, out: list[str], family: Callable[[str, str, str], None],
+                   logs: dict[Any, Any]) -> None:
+        """Committed offset and lag (log end - committed) per group partition, from
+        the group coordinator when this broker has one."""
+        coordinator = getattr(self.broker, "groups", None)
+        list_groups = getattr(coordinator, "list_groups", None)
+        if list_groups is None:
+            return
+        rows = []
+        for group in list_groups():
+            for (topic, partition), committed in sorted(getattr(group, "offsets", {}).items()):
+                offset = getattr(committed, "offset", None)
+                lg = logs.get((topic, partition))
+                if offset is None or lg is None:
+                    continue
+                rows.append((group.group_id, topic, partition, offset,
+                             max(lg.high_watermark - offset, 0)))
+        family("kafka_consumergroup_current_offset", "gauge",
+               "Committed offset of a consumer group")
+        for g, t, p, offset, _ in rows:
+            out.append(f"kafka_consumergroup_current_offset"
+                       f"{_labels(group=g, topic=t, partition=p)} {offset}")
+        family("kafka_consumergroup_lag", "gauge",
+               "High watermark minus the committed offset of a consumer group")
+        for g, t, p, _, lag in rows:
+            out.append(f"kafka_consumergroup_lag{_labels(group=g, topic=t, partition=p)} {lag}")

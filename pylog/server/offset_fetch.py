@@ -1,0 +1,36 @@
+"""OffsetFetch: a group's committed offsets (v8+: several groups in one request)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.OFFSET_FETCH
+VERSIONS = (0, 9)
+
+
+def _topics(broker: Broker, group_id: str, topics: Any) -> list[dict[str, Any]]:
+    wanted = None if topics is None else [
+        (t.name, p) for t in topics for p in t.partition_indexes]
+    found = broker.groups.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), o in found.items():
+        by_topic.setdefault(topic, []).append({
+            "partition_index": partition, "error_code": 0,
+            "committed_offset": o.offset if o else -1,
+            "committed_leader_epoch": o.leader_epoch if o else -1,
+            "metadata": o.metadata if o else ""})
+    return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    if header.api_version < 8:
+        return {"throttle_time_ms": 0, "error_code": 0,
+                "topics": _topics(broker, body.group_id, body.topics)}
+    return {"throttle_time_ms": 0, "groups": [
+        {"group_id": g.group_id, "error_code": 0,
+         "topics": _topics(broker, g.group_id, g.topics)} for g in body.groups]}

@@ -1,0 +1,254 @@
+"""``pylog configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics and brokers.
+
+``--describe`` prints, as Kafka 3.6 does::
+
+    Dynamic configs for topic T are:
+      retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000, ...}
+
+(``--all``: every config, header ``All configs for ...``).  ``--alter`` with
+``--add-config k=v,k2=[a,b]`` and/or ``--delete-config k,k2`` sends one
+IncrementalAlterConfigs request and prints ``Completed updating config for
+topic T.``.  Errors are one line on stderr, exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    admin_client,
+    check_reachable,
+    error_text,
+    read_properties_file,
+    run_tool,
+    split_list,
+    wait_future,
+)
+
+TIMEOUT_S = 30.0
+ENTITY_TYPES = ("topics", "brokers")
+
+
+def _fail(reason: str) -> ToolError:
+    argv = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "configs" else []
+    return ToolError(f"Error while executing config command with args '{' '.join(argv)}': "
+                     f"{reason}")
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """Kafka's ``k1=v1,k2=[v1,v2]``: commas inside brackets belong to the value."""
+    out: dict[str, str] = {}
+    items: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    for item in (s.strip() for s in items):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ToolError(f"Invalid entity config: all configs to be added must be in the "
+                            f"format \"key=val\", got {item!r}")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def _source_name(source: Any) -> str:
+    """Kafka prints ConfigSource names; librdkafka gives synonyms' sources as ints."""
+    from confluent_kafka.admin import ConfigSource
+
+    if isinstance(source, int):
+        try:
+            return ConfigSource(source).name
+        except ValueError:
+            return str(source)
+    return getattr(source, "name", str(source))
+
+
+def _entry_line(entry: Any) -> str:
+    synonyms = ", ".join(f"{_source_name(s.source)}:{s.name}={_text(s.value)}"
+                         for s in entry.synonyms.values())
+    value = None if entry.is_sensitive else entry.value
+    return (f"  {entry.name}={_text(value)} sensitive={str(entry.is_sensitive).lower()} "
+            f"synonyms={{{synonyms}}}")
+
+
+def _text(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
+    """(ConfigResource, label for the header) for each entity to act on."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    if args.entity_type == "topics":
+        if args.entity_name is not None:
+            names = [args.entity_name]
+        elif args.alter:
+            raise ToolError("an entity name must be specified with --alter of topics")
+        else:
+            try:
+                names = sorted(n for n in check_reachable(admin).topics if not n.startswith("__"))
+            except ToolError as exc:
+                raise _fail(str(exc)) from None
+        return [(ConfigResource(ResourceType.TOPIC, n), f"topic {n}") for n in names]
+    if args.entity_default:
+        return [(ConfigResource(ResourceType.BROKER, ""), "")]
+    if args.entity_name is not None:
+        if not args.entity_name.isdigit():
+            raise ToolError(f"The entity name for brokers must be a valid integer broker id, "
+                            f"but it is: {args.entity_name}")
+        ids = [args.entity_name]
+    elif args.alter:
+        raise ToolError("an entity name or --entity-default must be specified with --alter "
+                        "of brokers")
+    else:
+        try:
+            ids = [str(b) for b in sorted(check_reachable(admin).brokers)]
+        except ToolError as exc:
+            raise _fail(str(exc)) from None
+    return [(ConfigResource(ResourceType.BROKER, i), f"broker {i}") for i in ids]
+
+
+def _describe_one(admin: Any, resource: Any) -> dict[str, Any]:
+    from confluent_kafka import KafkaException
+
+    fut = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource]
+    try:
+        return wait_future(fut, TIMEOUT_S)
+    except KafkaException as exc:
+        raise _fail(error_text(exc)) from None
+
+
+def _describe(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import ConfigSource
+
+    for resource, label in _resources(admin, args):
+        entries = _describe_one(admin, resource)
+        if args.all:
+            shown = list(entries.values())
+            print(f"All configs for {label} are:")
+        else:
+            if args.entity_type == "topics":
+                wanted = {ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+            elif label:
+                wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG.value}
+            else:
+                wanted = {ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
+            shown = [e for e in entries.values() if _source_value(e.source) in wanted]
+            if label:
+                print(f"Dynamic configs for {label} are:")
+            else:
+                print("Default configs for brokers in the cluster are:")
+        for entry in sorted(shown, key=lambda e: e.name):
+            print(_entry_line(entry))
+
+
+def _source_value(source: Any) -> int:
+    return getattr(source, "value", source)
+
+
+def _alter(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    added: dict[str, str] = {}
+    if args.add_config_file:
+        added.update(read_properties_file(args.add_config_file))
+    if args.add_config:
+        added.update(parse_add_config(args.add_config))
+    deleted = split_list(args.delete_config or "")
+    if not added and not deleted:
+        raise ToolError("At least one of --add-config, --add-config-file or --delete-config "
+                        "must be specified with --alter")
+    both = sorted(set(added) & set(deleted))
+    if both:
+        raise ToolError(f"Invalid entity config(s): {','.join(both)} are both added and "
+                        "deleted")
+    for resource, label in _resources(admin, args):
+        if deleted:
+            # Kafka refuses to delete a name the entity does not have at all.
+            known = _describe_one(admin, resource)
+            unknown = [k for k in deleted if k not in known]
+            if unknown:
+                raise _fail(f"Invalid config(s): {','.join(unknown)}")
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in added.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in deleted]
+        target = ConfigResource(resource.restype, resource.name, incremental_configs=entries)
+        fut = admin.incremental_alter_configs([target], request_timeout=TIMEOUT_S)[target]
+        try:
+            wait_future(fut, TIMEOUT_S)
+        except KafkaException as exc:
+            raise _fail(error_text(exc)) from None
+        if label:
+            print(f"Completed updating config for {label}.")
+        else:
+            print("Completed updating default config for brokers in the cluster.")
+
+
+@run_tool
+def run(args: argparse.Namespace) -> int:
+    if args.topic is not None:
+        args.entity_type, args.entity_name = "topics", args.topic
+    if args.broker is not None:
+        args.entity_type, args.entity_name = "brokers", args.broker
+    if args.broker_defaults:
+        args.entity_type, args.entity_default = "brokers", True
+    if args.entity_type is None:
+        raise ToolError("--entity-type must be specified")
+    if args.entity_type not in ENTITY_TYPES:
+        raise ToolError(f"--entity-type {args.entity_type} is not supported by pylog (only "
+                        f"{', '.join(ENTITY_TYPES)})")
+    if args.describe == args.alter:
+        raise ToolError("Command must include exactly one action: --describe, --alter")
+    if args.entity_default and args.entity_type != "brokers":
+        raise ToolError("--entity-default is only supported with --entity-type brokers")
+    if args.describe and (args.add_config or args.delete_config or args.add_config_file):
+        raise ToolError("--add-config and --delete-config can only be used with --alter")
+    admin = admin_client(args)
+    (_describe if args.describe else _alter)(admin, args)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "configs", help="describe or change topic and broker configs (kafka-configs)",
+        description="Add/Remove entity config for a topic or broker.")
+    add_bootstrap(p)
+    p.add_argument("--entity-type", metavar="entity-type", help="topics or brokers")
+    p.add_argument("--entity-name", metavar="entity-name",
+                   help="name of the entity (topic name or broker id)")
+    p.add_argument("--entity-default", action="store_true",
+                   help="the cluster-wide default for brokers")
+    p.add_argument("--topic", metavar="topic", help="shortcut for --entity-type topics "
+                   "--entity-name <topic>")
+    p.add_argument("--broker", metavar="broker-id", help="shortcut for --entity-type brokers "
+                   "--entity-name <id>")
+    p.add_argument("--broker-defaults", action="store_true",
+                   help="shortcut for --entity-type brokers --entity-default")
+    p.add_argument("--describe", action="store_true", help="list configs for the given entity")
+    p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
+    p.add_argument("--all", action="store_true",
+                   help="with --describe: all configs, not only the dynamic ones")
+    p.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2,v2],k3=v3",
+                   help="key value pairs of configs to add")
+    p.add_argument("--add-config-file", metavar="file", help="path to a properties file of "
+                   "configs to add")
+    p.add_argument("--delete-config", metavar="k1,k2", help="config keys to remove")
+    p.set_defaults(func=run)

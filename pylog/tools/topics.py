@@ -1,0 +1,273 @@
+"""``pylog topics``: Kafka's ``kafka-topics.sh`` (TopicCommand) for pylog.
+
+Same flags and the same lines as Kafka 3.6, so runbooks and scripts work:
+``Created topic T.``, ``--list`` prints names one per line, ``--describe``
+prints Kafka's two line shapes (tabs included)::
+
+    Topic: T<TAB>TopicId: ...<TAB>PartitionCount: N<TAB>ReplicationFactor: R<TAB>Configs: k=v,...
+    <TAB>Topic: T<TAB>Partition: 0<TAB>Leader: 0<TAB>Replicas: 0<TAB>Isr: 0
+
+``--alter`` and ``--delete`` print nothing on success, as Kafka's.  A failure
+prints ``Error while executing topic command : <reason>`` and exits 1 (Kafka
+prints that line on stdout and a stack trace; pylog prints the line alone, on
+stderr, so a script's captured stdout holds only results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    admin_client,
+    check_reachable,
+    error_text,
+    parse_props,
+    run_tool,
+    wait_future,
+)
+
+ACTIONS = ("create", "list", "describe", "alter", "delete")
+COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') "
+                     "or underscore ('_') could collide. To avoid issues it is best to use "
+                     "either, but not both.")
+TIMEOUT_S = 30.0
+
+
+def _fail(reason: str) -> ToolError:
+    return ToolError(f"Error while executing topic command : {reason}")
+
+
+def _result(fut: Any) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return wait_future(fut, TIMEOUT_S)
+    except KafkaException as exc:
+        raise _fail(error_text(exc)) from None
+
+
+def _is_error(exc: BaseException, *names: str) -> bool:
+    from confluent_kafka import KafkaError, KafkaException
+
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0].name() in names
+    return False
+
+
+def _matching(admin: Any, pattern: str | None, exclude_internal: bool) -> list[str]:
+    """Topic names, all or those matching ``--topic`` (Kafka takes a regex there)."""
+    try:
+        names = sorted(check_reachable(admin).topics)
+    except ToolError as exc:
+        raise _fail(str(exc)) from None
+    if exclude_internal:
+        names = [n for n in names if not n.startswith("__")]
+    if pattern is None:
+        return names
+    try:
+        regex = re.compile(pattern)
+    except re.error:
+        return [n for n in names if n == pattern]
+    return [n for n in names if n == pattern or regex.fullmatch(n)]
+
+
+def _uuid_text(topic_id: Any) -> str:
+    """Kafka prints Uuids as URL-safe base64 without padding; librdkafka's str()
+    uses the standard alphabet."""
+    if topic_id is None:
+        return ""
+    return str(topic_id).replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def _ensure_found(found: list[str], requested: str | None, if_exists: bool) -> None:
+    if requested is not None and not found and not if_exists:
+        raise _fail(f"Topic '{requested}' does not exist as expected")
+
+
+def _create(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    if not args.topic:
+        raise _fail('Missing required argument "[topic]"')
+    if args.partitions is not None and args.partitions < 1:
+        raise _fail("The partitions must be greater than 0")
+    if args.replication_factor is not None and args.replication_factor < 1:
+        raise _fail("The replication factor must be greater than 0")
+    configs = parse_props(args.config, "topic config")
+    topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
+                     replication_factor=args.replication_factor or -1, config=configs)
+    if "." in args.topic or "_" in args.topic:
+        print(COLLISION_WARNING)
+    fut = admin.create_topics([topic], request_timeout=TIMEOUT_S)[args.topic]
+    try:
+        wait_future(fut, TIMEOUT_S)
+    except Exception as exc:
+        if _is_error(exc, "TOPIC_ALREADY_EXISTS"):
+            if args.if_not_exists:
+                return
+            raise _fail(f"Topic '{args.topic}' already exists.") from None
+        raise _fail(error_text(exc)) from None
+    print(f"Created topic {args.topic}.")
+
+
+def _configs_text(admin: Any, names: list[str]) -> dict[str, str]:
+    """``k=v,...`` of each topic's non-default configs (what Kafka's describe shows)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    if not names:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+    out: dict[str, str] = {}
+    for resource, fut in admin.describe_configs(resources, request_timeout=TIMEOUT_S).items():
+        try:
+            entries = wait_future(fut, TIMEOUT_S)
+        except Exception:
+            out[resource.name] = ""  # deleted meanwhile, or no DescribeConfigs: no configs
+            continue
+        out[resource.name] = ",".join(f"{e.name}={e.value}" for e in entries.values()
+                                      if not e.is_default)
+    return out
+
+
+def _describe(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka import TopicCollection
+
+    names = _matching(admin, args.topic, args.exclude_internal)
+    _ensure_found(names, args.topic, args.if_exists)
+    if not names:
+        return
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S)
+    descriptions = {}
+    for name, fut in futures.items():
+        try:
+            descriptions[name] = wait_future(fut, TIMEOUT_S)
+        except Exception as exc:
+            if _is_error(exc, "UNKNOWN_TOPIC_OR_PART"):
+                continue  # deleted between list and describe
+            raise _fail(error_text(exc)) from None
+    only_partitions = (args.under_replicated_partitions or args.unavailable_partitions
+                       or args.under_min_isr_partitions or args.at_min_isr_partitions)
+    configs = {} if only_partitions else _configs_text(admin, sorted(descriptions))
+    for name in sorted(descriptions):
+        desc = descriptions[name]
+        parts = sorted(desc.partitions, key=lambda p: p.id)
+        if not only_partitions:
+            rf = len(parts[0].replicas) if parts else 0
+            topic_id = _uuid_text(desc.topic_id)
+            line = f"Topic: {name}"
+            if topic_id and topic_id != "AAAAAAAAAAAAAAAAAAAAAA":  # Uuid.ZERO_UUID
+                line += f"\tTopicId: {topic_id}"
+            line += (f"\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
+                     f"\tConfigs: {configs.get(name, '')}")
+            print(line)
+        for p in parts:
+            replicas = [r.id for r in p.replicas]
+            isr = [r.id for r in p.isr]
+            leader = p.leader.id if p.leader is not None and p.leader.id >= 0 else None
+            if args.under_replicated_partitions and len(isr) >= len(replicas):
+                continue
+            if args.unavailable_partitions and leader is not None:
+                continue
+            if (args.under_min_isr_partitions or args.at_min_isr_partitions):
+                continue  # one node: the ISR is the replica set, never below min.insync
+            print(f"\tTopic: {name}\tPartition: {p.id}"
+                  f"\tLeader: {leader if leader is not None else 'none'}"
+                  f"\tReplicas: {','.join(map(str, replicas))}"
+                  f"\tIsr: {','.join(map(str, isr))}")
+
+
+def _alter(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    if not args.topic:
+        raise _fail('Missing required argument "[topic]"')
+    if args.config:
+        raise _fail("Option \"[config]\" can't be used with option \"[alter]\"; use "
+                    "pylog configs --alter to change topic configs")
+    if args.partitions is None:
+        raise _fail("The --partitions option is required with --alter (only the partition "
+                    "count can be altered)")
+    names = _matching(admin, args.topic, args.exclude_internal)
+    _ensure_found(names, args.topic, args.if_exists)
+    for name in names:
+        fut = admin.create_partitions([NewPartitions(name, args.partitions)],
+                                      request_timeout=TIMEOUT_S)[name]
+        _result(fut)
+
+
+def _delete(admin: Any, args: argparse.Namespace) -> None:
+    if not args.topic:
+        raise _fail('Missing required argument "[topic]"')
+    names = _matching(admin, args.topic, args.exclude_internal)
+    _ensure_found(names, args.topic, args.if_exists)
+    if not names:
+        return
+    for fut in admin.delete_topics(names, operation_timeout=TIMEOUT_S,
+                                   request_timeout=TIMEOUT_S).values():
+        _result(fut)
+
+
+def _list(admin: Any, args: argparse.Namespace) -> None:
+    for name in _matching(admin, args.topic, args.exclude_internal):
+        print(name)
+
+
+@run_tool
+def run(args: argparse.Namespace) -> int:
+    chosen = [a for a in ACTIONS if getattr(args, a)]
+    if len(chosen) != 1:
+        raise ToolError("Command must include exactly one action: --list, --describe, "
+                        "--create, --alter or --delete")
+    action = chosen[0]
+    if args.if_not_exists and action != "create":
+        raise ToolError(f'Option "[if-not-exists]" can\'t be used with option "[{action}]"')
+    if args.replication_factor is not None and action != "create":
+        raise ToolError(f'Option "[replication-factor]" can\'t be used with option "[{action}]"')
+    admin = admin_client(args)
+    {"create": _create, "list": _list, "describe": _describe, "alter": _alter,
+     "delete": _delete}[action](admin, args)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "topics", help="create, delete, describe, or change a topic (kafka-topics)",
+        description="Create, delete, describe, or change a topic.")
+    add_bootstrap(p)
+    actions = p.add_argument_group("actions (exactly one)")
+    actions.add_argument("--create", action="store_true", help="create a new topic")
+    actions.add_argument("--list", action="store_true", help="list all available topics")
+    actions.add_argument("--describe", action="store_true", help="list details for topics")
+    actions.add_argument("--alter", action="store_true",
+                         help="alter the number of partitions of a topic")
+    actions.add_argument("--delete", action="store_true", help="delete a topic")
+    p.add_argument("--topic", metavar="topic",
+                   help="the topic to create, alter, describe or delete (a regular expression "
+                        "except with --create)")
+    p.add_argument("--partitions", type=int, metavar="# of partitions",
+                   help="the number of partitions for the topic being created or altered")
+    p.add_argument("--replication-factor", type=int, metavar="replication factor",
+                   help="the replication factor for each partition (1 on one node)")
+    p.add_argument("--config", action="append", metavar="name=value",
+                   help="a topic configuration override for the topic being created "
+                        "(repeatable)")
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="with --create: only create the topic if it does not exist")
+    p.add_argument("--if-exists", action="store_true",
+                   help="with --alter, --describe or --delete: only act if the topic exists")
+    p.add_argument("--exclude-internal", action="store_true",
+                   help="exclude internal topics with --list and --describe")
+    p.add_argument("--under-replicated-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR is smaller than the "
+                        "replica set")
+    p.add_argument("--unavailable-partitions", action="store_true",
+                   help="with --describe: only partitions without a leader")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR is below min.insync")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR is at min.insync")
+    p.set_defaults(func=run)

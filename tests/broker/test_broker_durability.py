@@ -1,0 +1,199 @@
+"""Restarts and crashes of the real broker process, the fetch long poll with a real
+consumer, and sendfile on the fetch path observed with strace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+from kafka_wire import RawClient, latest_offset, produce_body
+from test_broker_protocol import batch, fetch_body, metadata, partition_response
+
+from pylog.protocol import ApiKey, ErrorCode
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+class Idempotent:
+    """A raw idempotent producer on one partition (sequences by hand)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.c = RawClient(bootstrap)
+        metadata(self.c, topic)
+        init = self.c.request(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None,
+                                                           "transaction_timeout_ms": 60000})
+        assert init.error_code == 0
+        self.pid, self.epoch = init.producer_id, init.producer_epoch
+
+    def send(self, seq: int, epoch: int | None = None):
+        body = produce_body(self.topic, 0, batch(3, producer_id=self.pid,
+                                                 producer_epoch=self.epoch if epoch is None
+                                                 else epoch, base_sequence=seq))
+        return partition_response(self.c.request(ApiKey.PRODUCE, 11, body))
+
+    def reconnect(self, bootstrap: str) -> None:
+        self.c.close()
+        self.c = RawClient(bootstrap)
+
+
+@pytest.mark.parametrize("how", ["clean", "kill-9"])
+def test_producer_state_survives_restart(start_broker, tmp_path, how) -> None:
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    p = Idempotent(b.bootstrap, "idem")
+    for seq in range(0, 30, 3):
+        r = p.send(seq)
+        assert r.error_code == 0 and r.base_offset == seq
+    # the producer bumps its epoch (KIP-360); the old epoch is then fenced
+    with RawClient(b.bootstrap) as c:
+        bumped = c.request(ApiKey.INIT_PRODUCER_ID, 4, {
+            "transactional_id": None, "transaction_timeout_ms": 60000,
+            "producer_id": p.pid, "producer_epoch": p.epoch})
+    assert bumped.producer_epoch == p.epoch + 1
+    old_epoch = p.epoch
+    p.epoch = bumped.producer_epoch
+    assert p.send(0).base_offset == 30
+    assert p.send(3).base_offset == 33
+    if how == "clean":
+        assert b.stop() == 0
+        assert list((data / "idem-0").glob("*.snapshot"))
+    else:
+        b.kill()  # no snapshot of the last batches: rebuilt from the log tail
+    b2 = start_broker(log_dir=data, port=b.port)
+    p.reconnect(b2.bootstrap)
+    retry = p.send(3)  # a retry of a batch written before the restart
+    assert (retry.error_code, retry.base_offset) == (0, 33)
+    retry = p.send(0)
+    assert (retry.error_code, retry.base_offset) == (0, 30)
+    assert latest_offset(p.c, "idem") == 36  # not appended twice
+    assert p.send(12).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert p.send(6, epoch=old_epoch).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert p.send(6).base_offset == 36
+    p.c.close()
+
+
+def test_kill_9_during_acks_1_stream_keeps_every_acked_record(start_broker, tmp_path) -> None:
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    acked: dict[bytes, int] = {}
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 2,
+                     "enable.idempotence": False, "message.timeout.ms": 3000,
+                     "retries": 0})
+
+    def delivered(err: object, msg: object) -> None:
+        if not err:
+            acked[msg.value()] = msg.offset()
+
+    sent = 0
+    killed = False
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        p.produce("stream", value=b"v%07d" % sent, partition=0, on_delivery=delivered)
+        sent += 1
+        p.poll(0)
+        if sent % 500 == 0:
+            time.sleep(0.001)
+        if not killed and len(acked) >= 20_000:
+            b.kill()  # mid-stream: records in flight, some acknowledged, some not
+            killed = True
+            break
+    assert killed, f"only {len(acked)} records acknowledged"
+    p.purge()
+    p.flush(5)
+    assert len(acked) >= 20_000
+    b2 = start_broker(log_dir=data, port=b.port)
+    c = ck.Consumer({"bootstrap.servers": b2.bootstrap, "group.id": "g",
+                     "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
+    c.assign([ck.TopicPartition("stream", 0, 0)])
+    stored: list[tuple[int, bytes]] = []
+    while True:
+        msgs = c.consume(5000, 2.0)
+        if not msgs:
+            break
+        stored += [(m.offset(), m.value()) for m in msgs if not m.error()]
+    c.close()
+    values = [v for _, v in stored]
+    assert len(values) == len(set(values))  # once
+    assert values == sorted(values)  # in order
+    where = {v: o for o, v in stored}
+    missing = [v for v in acked if v not in where]
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:3]}"
+    assert all(where[v] == o for v, o in acked.items())  # at their acknowledged offsets
+
+
+def test_consumer_long_poll_is_woken_by_append(broker, topic) -> None:
+    """A consumer parked at the end of the log (fetch.wait.max.ms=5000) gets a new
+    record as soon as it is appended, not when its wait runs out."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(1)))
+    consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lp",
+                            "fetch.wait.max.ms": 5000, "fetch.queue.backoff.ms": 10,
+                            "enable.auto.commit": False})
+    consumer.assign([ck.TopicPartition(topic, 0, 1)])
+    try:
+        assert consumer.consume(1, 1.5) == []  # now parked in a fetch at offset 1
+        producer = ck.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        sent_at = time.monotonic()
+        producer.produce(topic, value=b"wake", partition=0)
+        assert producer.flush(5) == 0
+        got = []
+        while not got and time.monotonic() - sent_at < 6:
+            got = [m for m in consumer.consume(1, 0.1) if not m.error()]
+        waited = time.monotonic() - sent_at
+    finally:
+        consumer.close()
+    assert got and got[0].value() == b"wake"
+    assert waited < 2.5, f"delivered after {waited:.2f}s: the fetch was not woken by the append"
+
+
+def test_fetch_sends_record_bytes_with_sendfile(broker, topic, system_command) -> None:
+    strace = system_command("strace", "strace")
+    if strace is None:
+        pytest.skip("strace is not installed and cannot be installed here")
+    pid = broker.proc.pid
+    payload = batch(200)
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            topic, 0, payload))).error_code == 0
+        trace = subprocess.Popen([strace, "-f", "-qq", "-e", "trace=sendfile", "-p", str(pid)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)  # strace attaches to every thread
+            if trace.poll() is not None:
+                err = trace.stderr.read()
+                if "Operation not permitted" in err or "ptrace" in err:
+                    pytest.skip(f"ptrace is not permitted here: {err.strip()}")
+                pytest.fail(f"strace failed: {err}")
+            for _ in range(3):
+                r = c.request(ApiKey.FETCH, 11, fetch_body(topic, 0))
+                assert len(r.responses[0].partitions[0].records) == len(payload)
+            time.sleep(0.3)
+        finally:
+            trace.terminate()
+            _, err = trace.communicate(timeout=10)
+    calls = [line for line in err.splitlines() if "sendfile(" in line]
+    assert calls, f"no sendfile in the broker while it served fetches:\n{err[-2000:]}"
+    # the whole batch went through sendfile, from the segment file to the socket
+    assert any(f"= {len(payload)}" in line or f", {len(payload)})" in line for line in calls)
+
+
+def test_parked_fetch_answers_on_shutdown(start_broker, topic) -> None:
+    b = start_broker()
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        c.send(ApiKey.FETCH, 11, fetch_body(topic, 0, max_wait_ms=30_000))
+        time.sleep(0.3)
+        stopper = threading.Thread(target=b.stop)
+        started = time.monotonic()
+        stopper.start()
+        _, r = c.recv(ApiKey.FETCH, 11)
+        assert r.responses[0].partitions[0].error_code == 0
+        assert time.monotonic() - started < 10
+        stopper.join()
+    assert os.path.exists(b.log_dir / ".kafka_cleanshutdown")

@@ -1,0 +1,158 @@
+"""__consumer_offsets formats, loading (last value wins, tombstones) and expiry
+with an injected clock, in process (no broker)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pylog.coordinator import GroupCoordinator, GroupState
+from pylog.coordinator import records as fmt
+from pylog.coordinator.coordinator import CoordinatorConfig, JoinRequest, OffsetCommit
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.log import LogConfig, LogManager
+from pylog.server.topics import TopicRegistry
+
+DAY_MS = 24 * 3600 * 1000
+# ConsumerProtocolSubscription v0 of topic "t": version, ["t"], null user data.
+SUBSCRIPTION = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\xff\xff\xff\xff"
+
+
+class Clock:
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def registry(path: Path) -> TopicRegistry:
+    logs = LogManager(path, LogConfig())
+    topics = TopicRegistry(logs, LogConfig())
+    if topics.get("t") is None:
+        topics.create("t", 4)
+        topics.create("u", 1)
+    return topics
+
+
+def coordinator(path: Path, clock: Clock, **cfg) -> tuple[GroupCoordinator, TopicRegistry]:
+    topics = registry(path)
+    config = CoordinatorConfig(offsets_topic_num_partitions=5, **cfg)
+    c = GroupCoordinator(topics, config, time_ms=clock)
+    c.load()
+    return c, topics
+
+
+def test_key_value_layouts_round_trip() -> None:
+    key = fmt.offset_key("g", "t", 3)
+    assert key == b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x03"
+    assert fmt.parse_key(key) == fmt.OffsetKey("g", "t", 3)
+    assert fmt.parse_key(fmt.group_key("g")) == fmt.GroupKey("g")
+    assert fmt.parse_key(b"\x00\x05\x00\x01g") is None  # a newer record kind: skipped
+    value = fmt.OffsetAndMetadata(42, 7, "meta", 1234)
+    raw = fmt.offset_value(value)
+    assert raw[:2] == b"\x00\x03" and fmt.parse_offset_value(raw) == value
+    expiring = fmt.OffsetAndMetadata(42, -1, "", 1000, 5000)
+    raw = fmt.offset_value(expiring)
+    assert raw[:2] == b"\x00\x01" and fmt.parse_offset_value(raw) == expiring
+    group = fmt.StoredGroup("consumer", 3, "range", "m1", 99, [
+        fmt.StoredMember("m1", "i1", "c1", "/127.0.0.1", 300000, 10000, b"sub", b"asg"),
+        fmt.StoredMember("m2", None, "c2", "/127.0.0.2", 300000, 10000, b"", b"")])
+    raw = fmt.group_value(group)
+    assert raw[:2] == b"\x00\x03" and fmt.parse_group_value(raw) == group
+
+
+def test_flexible_v4_group_value_is_read() -> None:
+    # GroupMetadataValue v4 (Kafka 3.x): compact strings/bytes, tagged fields.
+    def cs(s: str | None) -> bytes:
+        return b"\x00" if s is None else bytes([len(s) + 1]) + s.encode()
+
+    member = (cs("m1") + cs(None) + cs("c1") + cs("/h") + (5000).to_bytes(4, "big")
+              + (6000).to_bytes(4, "big") + b"\x02S" + b"\x02A" + b"\x00")
+    raw = (b"\x00\x04" + cs("consumer") + (2).to_bytes(4, "big") + cs("range") + cs("m1")
+           + (77).to_bytes(8, "big") + b"\x02" + member + b"\x00")
+    g = fmt.parse_group_value(raw)
+    assert (g.protocol_type, g.generation, g.protocol, g.leader) == ("consumer", 2, "range", "m1")
+    assert g.members == [fmt.StoredMember("m1", None, "c1", "/h", 5000, 6000, b"S", b"A")]
+
+
+def test_commits_load_back_last_value_wins(tmp_path: Path) -> None:
+    clock = Clock()
+    c, topics = coordinator(tmp_path, clock)
+    assert topics.get(OFFSETS_TOPIC) is None  # created on first use only
+    assert c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 5, 1, "a")]) == {
+        ("t", 0): 0}
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 9, 2, "b"),
+                                         OffsetCommit("t", 1, 3)])
+    c.commit_offsets("h", -1, "", None, [OffsetCommit("t", 2, 1)])
+    assert topics.get(OFFSETS_TOPIC).partitions == 5
+    assert c.delete_groups(["h"]) == {"h": 0}
+    topics.logs.close()
+
+    again, topics = coordinator(tmp_path, clock)
+    assert set(again.groups) == {"g"}
+    got = again.fetch_offsets("g", None)
+    assert {tp: (o.offset, o.leader_epoch, o.metadata) for tp, o in got.items()} == {
+        ("t", 0): (9, 2, "b"), ("t", 1): (3, -1, "")}
+    assert again.groups["g"].is_(GroupState.EMPTY)
+    topics.logs.close()
+
+
+def test_offsets_of_empty_groups_expire(tmp_path: Path) -> None:
+    clock = Clock()
+    c, topics = coordinator(tmp_path, clock, offsets_retention_minutes=7 * 24 * 60)
+    c.commit_offsets("old", -1, "", None, [OffsetCommit("t", 0, 5)])
+    clock.now += 6 * DAY_MS
+    c.commit_offsets("new", -1, "", None, [OffsetCommit("t", 0, 6)])
+    assert c.expire_offsets() == 0
+    clock.now += 1 * DAY_MS
+    assert c.expire_offsets() == 1  # "old" is 7 days old, "new" 1 day
+    assert set(c.groups) == {"new"}  # an empty group without offsets is removed
+    assert c.expire_offsets(clock.now + 6 * DAY_MS) == 1
+    assert c.groups == {}
+    topics.logs.close()
+    again, topics = coordinator(tmp_path, clock)
+    assert again.groups == {}  # the tombstones were written
+    topics.logs.close()
+
+
+def test_group_with_members_loads_stable_and_expires_only_when_empty(tmp_path: Path) -> None:
+    clock = Clock()
+
+    async def scenario() -> None:
+        c, topics = coordinator(tmp_path, clock, group_initial_rebalance_delay_ms=0,
+                                offsets_retention_minutes=1)
+        req = JoinRequest("g", "", None, "client", "/127.0.0.1", 10000, 6000, "consumer",
+                          [("range", SUBSCRIPTION)], 3)
+        result = await c.join_group(req)
+        assert (result.error, result.generation) == (0, 1)
+        sync = await c.sync_group("g", 1, result.member_id, None, None, None,
+                                  {result.member_id: b"assigned"})
+        assert sync.assignment == b"assigned"
+        c.commit_offsets("g", 1, result.member_id, None, [OffsetCommit("t", 1, 11)])
+        clock.now += 10 * 60_000
+        assert c.expire_offsets() == 0  # Stable and subscribed: kept
+        c.commit_offsets("g", 1, result.member_id, None, [OffsetCommit("u", 0, 1)])
+        clock.now += 10 * 60_000
+        assert c.expire_offsets() == 1  # "u": nobody subscribes to it
+        await c.stop()
+        topics.logs.close()
+
+        again, topics = coordinator(tmp_path, clock)
+        g = again.groups["g"]
+        assert g.is_(GroupState.STABLE) and g.generation == 1
+        assert g.members[result.member_id].assignment == b"assigned"
+        assert again.heartbeat("g", 1, result.member_id, None) == 0
+        await again.stop()
+        topics.logs.close()
+
+    asyncio.run(scenario())
+
+
+def test_deleting_a_topic_removes_its_offsets(tmp_path: Path) -> None:
+    c, topics = coordinator(tmp_path, Clock())
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 5), OffsetCommit("u", 0, 1)])
+    c.commit_offsets("h", -1, "", None, [OffsetCommit("u", 0, 2)])
+    assert c.remove_topic_offsets("u") == 2
+    assert set(c.groups) == {"g"} and set(c.groups["g"].offsets) == {("t", 0)}
+    topics.logs.close()
