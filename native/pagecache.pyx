@@ -84,3 +84,62 @@ def resident_pages(int fd, int64_t offset, int64_t length):
     if rc != 0:
         _raise(err, "mmap/mincore")
     return resident, npages
+
+
+
+def mapped_all_resident(mapping, int64_t offset, int64_t length, int probes=3) -> bool:
+    """Whether the pages of ``[offset, offset + length)`` of an existing
+    page-aligned mapping (an ``mmap.mmap``) are in the page cache.
+
+    The fetch path asks this for each partition of each fetch, so it must be
+    cheap: no mmap/munmap per call, and mincore costs ~70 ns a page (the
+    kernel looks each one up), ~18 us for 1 MiB. So beyond ``probes`` pages
+    it samples: the first and last page and evenly spaced ones between
+    (``probes`` <= 0 checks every page). Data goes cold a segment region at a
+    time (eviction, restart), which a sample sees; a miss costs one blocking
+    read, not a wrong answer. The range is clamped to the mapping.
+    """
+    cdef const unsigned char[::1] view = mapping
+    cdef int64_t page = PAGE_SIZE
+    cdef int64_t size = view.shape[0]
+    cdef int64_t start, end, npages, i, k, step
+    cdef const unsigned char *base
+    cdef unsigned char vec[256]
+    cdef int rc = 0, err = 0
+    cdef bint all_in = True
+    if offset < 0:
+        offset = 0
+    end = min(offset + length, size)
+    if end <= offset:
+        return True
+    base = &view[0]
+    start = offset - offset % page
+    npages = (end - start + page - 1) // page
+    with nogil:
+        if probes <= 0 or npages <= probes:
+            # Whole range, 256 pages per call.
+            i = 0
+            while all_in and i < npages:
+                k = min(npages - i, 256)
+                rc = mincore(<void *>(base + start + i * page), <size_t>(k * page), vec)
+                if rc != 0:
+                    err = errno
+                    break
+                for step in range(k):
+                    if not (vec[step] & 1):
+                        all_in = False
+                        break
+                i += k
+        else:
+            for k in range(probes):
+                i = k * (npages - 1) // (probes - 1) if probes > 1 else 0
+                rc = mincore(<void *>(base + start + i * page), <size_t>page, vec)
+                if rc != 0:
+                    err = errno
+                    break
+                if not (vec[0] & 1):
+                    all_in = False
+                    break
+    if rc != 0:
+        _raise(err, "mincore")
+    return all_in

@@ -11,6 +11,7 @@ Ranges: ``length`` 0 means "to the end of the file", as for the syscalls.
 
 from __future__ import annotations
 
+import mmap
 import os
 
 from pylog._native import pagecache as _native
@@ -56,6 +57,12 @@ def cached_fraction(fd: int, offset: int = 0, length: int = 0) -> float:
     """
     resident, total = resident_pages(fd, offset, length)
     return resident / total if total else 1.0
+
+
+def mapped_all_resident(mapping: mmap.mmap, offset: int, length: int) -> bool:
+    """Whether every page of a range of an existing file mapping is cached
+    (no mmap per call: cheap enough for each partition of each fetch)."""
+    return _native.mapped_all_resident(mapping, offset, length)
 
 
 def is_cached(fd: int, offset: int = 0, length: int = 0) -> bool:

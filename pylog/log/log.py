@@ -75,10 +75,9 @@ class FetchSlice:
         """True when every page of the slice is in the page cache, so sending it
         cannot block on the disk; the broker reads a slice that is not off the
         event loop.  An empty slice reads nothing: True."""
-        segment = self.segment
-        if self.length <= 0 or segment is None or segment.fd < 0:
+        if self.length <= 0 or self.segment is None:
             return True
-        return pagecache.is_cached(segment.fd, self.position, self.length)
+        return self.segment.range_is_cached(self.position, self.length)
 
 
 def parse_dir_name(name: str) -> tuple[str, int]:

@@ -280,8 +280,16 @@ class LogSegment:
         if self._size == 0:
             return True
         start = self.offset_index.lookup(start_offset).position
-        span = self.config.index_interval_bytes + max(max_bytes, 0)
-        return pagecache.is_cached(self._fd, start, min(span, self._size - start))
+        return self.range_is_cached(start, self.config.index_interval_bytes + max(max_bytes, 0))
+
+    def range_is_cached(self, position: int, length: int) -> bool:
+        """Whether ``[position, position + length)`` of the log file is in the
+        page cache, checked on the segment's read mapping by sampling a few
+        pages (see ``pagecache.mapped_all_resident``): cheap enough for every
+        partition of every fetch. A closed segment has nothing to read: True."""
+        if self._fd < 0 or length <= 0 or self._size == 0:
+            return True
+        return pagecache.mapped_all_resident(self._read_map(self._size), position, length)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int
                                  ) -> TimestampOffset | None:

@@ -235,7 +235,7 @@ class Connection(asyncio.BufferedProtocol):
         transport, and every page of the region in the page cache."""
         if self.transport.get_write_buffer_size() or self._sock_fd < 0:
             return 0
-        if not pagecache.is_cached(region.fd, region.position, region.length):
+        if not region.is_cached():
             return 0
         sent = 0
         try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import struct
 
+from pylog.io import pagecache
+
 _SIZE = struct.Struct(">i")
 STAGING_BYTES = 64 * 1024
 
@@ -126,6 +128,17 @@ class FileRegion(bytes):
         if self.owned:
             return self
         return FileRegion(os.dup(self.fd), self.position, self.length, self.source, True)
+
+    def is_cached(self) -> bool:
+        """Whether sending the region cannot block on the disk. A region of a
+        live segment asks the segment (a cheap sampled check on its mapping);
+        a pinned one (its segment may be closed by now) asks the kernel about
+        the whole range through its own fd."""
+        if not self.owned:
+            check = getattr(self.source, "range_is_cached", None)
+            if check is not None:
+                return check(self.position, self.length)
+        return pagecache.is_cached(self.fd, self.position, self.length)
 
     def release(self) -> None:
         if self.owned:

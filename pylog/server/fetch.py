@@ -12,6 +12,7 @@ whole so a consumer always makes progress.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from pylog.log import OffsetOutOfRangeError
@@ -104,12 +105,47 @@ def handle(broker: Broker, header: Any, body: Any) -> Any:
         # pylog hands out no fetch sessions (session_id 0 in every response),
         # so a client asking for one has a stale id.
         return _encode(header, [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    topics, size, errors = _read(broker, body, header.api_version)
+    if not _reads_cached(broker, body):
+        return _read_cold(broker, header, body)
+    return _respond(broker, header, body, *_read(broker, body, header.api_version))
+
+
+def _respond(broker: Broker, header: Any, body: Any, topics: list[dict], size: int,
+             errors: bool) -> Any:
+    """The response when the first read is enough, else park the fetch."""
     if size >= body.min_bytes or body.max_wait_ms <= 0 or errors or not body.topics:
         if broker.metrics is not None:
             broker.metrics.fetched(size, topics, errors)
         return _encode(header, topics)
     return _park(broker, header, body)
+
+
+def _reads_cached(broker: Broker, body: Any) -> bool:
+    """Whether every partition's read finds its pages in the page cache.
+
+    A read walks batch headers through the segment's mapping; on cold data
+    (a consumer catching up from old segments, after a restart) each header
+    is a disk read that would stall every connection of the node.
+    """
+    get_log = broker.logs.get_log
+    limit = body.max_bytes
+    for t in body.topics:
+        for p in t.partitions:
+            log = get_log(t.topic, p.partition)
+            if log is not None and not log.read_is_cached(
+                    p.fetch_offset, min(p.partition_max_bytes, limit)):
+                return False
+    return True
+
+
+async def _read_cold(broker: Broker, header: Any, body: Any) -> Any:
+    """The same fetch with the reads in a worker thread (they fault the pages
+    in, so the sendfile that follows finds them cached)."""
+    loop = asyncio.get_running_loop()
+    found = await loop.run_in_executor(broker.executor, _read, broker, body,
+                                       header.api_version)
+    result = _respond(broker, header, body, *found)
+    return await result if inspect.isawaitable(result) else result
 
 
 async def _park(broker: Broker, header: Any, body: Any) -> Any:

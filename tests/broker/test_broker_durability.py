@@ -13,6 +13,8 @@ from kafka_wire import RawClient, latest_offset, produce_body
 from test_broker_protocol import batch, fetch_body, metadata, partition_response
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.io import pagecache
+from pylog.records import iter_records
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -197,3 +199,34 @@ def test_parked_fetch_answers_on_shutdown(start_broker, topic) -> None:
         assert time.monotonic() - started < 10
         stopper.join()
     assert os.path.exists(b.log_dir / ".kafka_cleanshutdown")
+
+
+def test_fetch_of_data_out_of_the_page_cache(broker, topic) -> None:
+    """Data dropped from the page cache (a consumer catching up on old
+    segments) is read off the event loop and still comes back whole."""
+    payloads = [batch(50 + i) for i in range(4)]
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for p in payloads:
+            assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+                topic, 0, p))).error_code == 0
+        segment = broker.log_dir / f"{topic}-0" / f"{0:020d}.log"
+        fd = os.open(segment, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # DONTNEED drops clean pages only
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            cold = pagecache.cached_fraction(fd) < 0.5
+        finally:
+            os.close(fd)
+        if not cold:
+            pytest.skip("this filesystem keeps pages after POSIX_FADV_DONTNEED")
+        r = c.request(ApiKey.FETCH, 11, fetch_body(topic, 0))
+        # the stored batches are the produced ones with their offsets stamped
+        records = bytes(r.responses[0].partitions[0].records)
+        assert len(records) == sum(map(len, payloads))
+        got = [(rec.offset, rec.value) for rec in iter_records(records)]
+        sent = [rec.value for p in payloads for rec in iter_records(p)]
+        assert got == list(enumerate(sent))
+        # a second client is served meanwhile and after
+        with RawClient(broker.bootstrap) as other:
+            assert metadata(other, topic).topics[0].error_code == 0
