@@ -12,8 +12,8 @@ import pytest
 from kafka_wire import RawClient, latest_offset, produce_body
 from test_broker_protocol import batch, fetch_body, metadata, partition_response
 
-from pylog.protocol import ApiKey, ErrorCode
 from pylog.io import pagecache
+from pylog.protocol import ApiKey, ErrorCode
 from pylog.records import iter_records
 
 ck = pytest.importorskip("confluent_kafka")
