@@ -119,3 +119,50 @@ def test_roll_before_append_when_segment_is_full(tmp_path):
     assert seg.should_roll(0, 0, 2, sizes[2]) is True       # would pass segment.bytes
     assert lg.active_segment.should_roll(0, 5, 5, 10) is False
     lg.close()
+
+
+class GatedFsync(PosixBackend):
+    """Real fdatasync, held at a gate so the test can act while one is running."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def fdatasync(self, fd: int) -> None:
+        self.entered.set()
+        assert self.gate.wait(10), "the test never opened the gate"
+        super().fdatasync(fd)
+
+
+def test_appends_do_not_wait_for_a_running_fsync(tmp_path):
+    import threading
+
+    backend = GatedFsync()
+    lg = Log.open(tmp_path / "t-0", LogConfig(), backend=backend)
+    lg.append(batch(0, 1000))
+    flusher = threading.Thread(target=lg.flush)
+    flusher.start()
+    assert backend.entered.wait(10)
+    # fdatasync is in progress (held at the gate): appends and reads go on.
+    done = threading.Event()
+
+    def append_more() -> None:
+        for _ in range(5):
+            lg.append(batch(0, 1000))
+        lg.read(0, 1 << 20)
+        done.set()
+
+    appender = threading.Thread(target=append_more)
+    appender.start()
+    appended = done.wait(10)
+    backend.gate.set()
+    flusher.join(10)
+    appender.join(10)
+    assert appended, "an append waited for the fsync"
+    # The flush covered what was there when it started, not more.
+    assert lg.recovery_point == 1 and lg.log_end_offset == 6
+    lg.flush()
+    assert lg.recovery_point == 6
+    lg.close()

@@ -101,6 +101,7 @@ class Log:
         self.time_ms = time_ms
         self.leader_epoch = leader_epoch
         self._lock = threading.RLock()
+        self._flush_lock = threading.RLock()  # see flush()
         self._segments: list[LogSegment] = list(segments)
         self._bases: list[int] = [s.base_offset for s in self._segments]
         self._next_offset = self._segments[-1].next_offset
@@ -216,8 +217,9 @@ class Log:
             if self.hw_follows_leo:
                 self._high_watermark = next_offset
             self._unflushed_messages += messages
-            if self._unflushed_messages >= config.flush_messages:
-                self.flush()
+            flush_now = self._unflushed_messages >= config.flush_messages
+        if flush_now:  # flush.messages: fsync before the append is answered
+            self.flush(next_offset)
         return _new_tuple(AppendResult, (base, next_offset - 1, append_time))
 
     def roll(self) -> LogSegment:
@@ -391,23 +393,39 @@ class Log:
 
     def flush(self, offset: int | None = None) -> None:
         """fdatasync the segments holding [recovery point, offset) and move the
-        recovery point there (default: the log end offset)."""
-        with self._lock:
-            self._check_open()
-            offset = self._next_offset if offset is None else min(offset, self._next_offset)
-            if offset > self.recovery_point:
-                new_files = False
+        recovery point there (default: the log end offset).
+
+        The fsyncs run outside the log's lock: one can take as long as the disk
+        needs for a segment's dirty pages, and appends (on the event loop) must
+        not wait behind it. ``_flush_lock`` keeps flushes in order; a segment
+        closed meanwhile (retention, topic deletion) needs no flush. Callers
+        must not hold ``_lock`` (lock order: ``_flush_lock``, then ``_lock``).
+        """
+        with self._flush_lock:
+            with self._lock:
+                self._check_open()
+                target = self._next_offset if offset is None else min(offset,
+                                                                      self._next_offset)
+                start = self.recovery_point
+                todo = []
                 for i, segment in enumerate(self._segments):
                     end = self._bases[i + 1] if i + 1 < len(self._bases) else _NO_LIMIT
-                    if segment.base_offset < offset and end > self.recovery_point:
-                        segment.flush()
-                        new_files = new_files or segment.base_offset >= self.recovery_point
-                if new_files:  # new segment files: make their names durable too
-                    _fsync_dir(self.dir)
-                self.recovery_point = offset
-            if offset >= self._next_offset:
-                self._unflushed_messages = 0
-            self._last_flush_ms = self.time_ms()
+                    if segment.base_offset < target and end > start:
+                        todo.append(segment)
+            new_files = any(segment.base_offset >= start for segment in todo)
+            for segment in todo:
+                try:
+                    segment.flush()
+                except (OSError, ValueError):
+                    if segment.fd >= 0:
+                        raise
+            if new_files and target > start:  # new segment files: make their names durable
+                _fsync_dir(self.dir)
+            with self._lock:
+                self.recovery_point = max(self.recovery_point, target)
+                if target >= self._next_offset:
+                    self._unflushed_messages = 0
+                self._last_flush_ms = self.time_ms()
 
     def flush_rolled(self) -> bool:
         """Flush the segments rolled since the last flush (Kafka flushes a
@@ -415,24 +433,34 @@ class Log:
         with self._lock:
             if self._closed or self._rolled_up_to <= self.recovery_point:
                 return False
-            self.flush(self._rolled_up_to)
-            return True
+            rolled = self._rolled_up_to
+        self.flush(rolled)
+        return True
 
     def flush_due(self, now_ms: int) -> bool:
         """Periodic flushing: segments rolled since the last call (Kafka flushes
         a rolled segment asynchronously), and flush.ms when set."""
-        flushed = False
         with self._lock:
             if self._closed:
                 return False
-            if self._rolled_up_to > self.recovery_point:
-                self.flush(self._rolled_up_to)
-                flushed = True
-            if (self._unflushed_messages
-                    and now_ms - self._last_flush_ms >= self.config.flush_ms):
-                self.flush()
-                flushed = True
-        return flushed
+            rolled = self._rolled_up_to if self._rolled_up_to > self.recovery_point else None
+            due = bool(self._unflushed_messages
+                       and now_ms - self._last_flush_ms >= self.config.flush_ms)
+        if due:
+            self.flush()
+        elif rolled is not None:
+            self.flush(rolled)
+        return due or rolled is not None
+
+    def set_config(self, config: LogConfig) -> None:
+        """New topic configs (AlterConfigs) from the next append, roll or
+        retention run on. The active segment takes them too (segment.bytes,
+        segment.ms and index.interval.bytes decide its roll); older segments
+        keep theirs, as their indexes were sized with them."""
+        with self._lock:
+            self.config = config
+            self._log_append_time = config.message_timestamp_type == "LogAppendTime"
+            self._segments[-1].config = config
 
     # -- page cache --------------------------------------------------------
 
@@ -478,7 +506,7 @@ class Log:
     def close(self) -> None:
         """Clean close: flush everything, trim indexes (so the next open needs no
         recovery), close files."""
-        with self._lock:
+        with self._flush_lock, self._lock:  # flush()'s lock order
             if self._closed:
                 return
             self.flush()

@@ -134,19 +134,13 @@ class LogManager:
         return self.topic_configs.get(topic, self.default_config)
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        """A topic's configs changed (AlterConfigs): its logs use ``config``
-        from the next append/roll/retention run on.  The active segment gets it
-        too (segment.bytes, segment.ms, index.interval.bytes decide its roll);
-        older segments keep theirs, as their indexes were sized with it."""
+        """A topic's configs changed (AlterConfigs): its logs and the ones
+        created later use ``config`` (see :meth:`Log.set_config`)."""
         with self._lock:
             self.topic_configs[topic] = config
             for (name, _), lg in self._logs.items():
-                if name != topic:
-                    continue
-                with lg._lock:
-                    lg.config = config
-                    lg._log_append_time = config.message_timestamp_type == "LogAppendTime"
-                    lg.active_segment.config = config
+                if name == topic:
+                    lg.set_config(config)
 
     # -- logs --------------------------------------------------------------
 

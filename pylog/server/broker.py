@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,9 +28,6 @@ from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-# How often rolled segments are handed to fsync (Kafka flushes a rolled
-# segment right after the roll, in the background).
-ROLLED_FLUSH_INTERVAL_MS = 1000
 DRAIN_TIMEOUT_S = 5.0
 
 
@@ -46,7 +42,8 @@ class Broker:
                          for name, props in saved.items() if props}
         self.logs = LogManager(self.log_dir, default, node_id=self.node_id,
                                backend=get_backend(config["io.backend"]),
-                               topic_configs=topic_configs)
+                               topic_configs=topic_configs,
+                               manager_config=config.manager_config)
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
         # Groups and committed offsets, rebuilt from __consumer_offsets.
@@ -133,30 +130,13 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         self.groups.start()
-        cfg = self.config
-        self._every(cfg["log.retention.check.interval.ms"], self.logs.run_retention)
-        self._every(min(cfg["log.flush.scheduler.interval.ms"], ROLLED_FLUSH_INTERVAL_MS),
-                    self.logs.flush_due)
-        if cfg["log.flush.offset.checkpoint.interval.ms"] > 0:
-            self._every(cfg["log.flush.offset.checkpoint.interval.ms"], self.logs.checkpoint)
-            self._tasks.append(asyncio.get_running_loop().create_task(self._snapshot_every(
-                cfg["log.flush.offset.checkpoint.interval.ms"] / 1000)))
-
-    def _every(self, interval_ms: int, job: Callable[[], object]) -> None:
-        self._tasks.append(asyncio.get_running_loop().create_task(
-            self._periodic(interval_ms / 1000, job)))
-
-    async def _periodic(self, interval_s: float, job: Callable[[], object]) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(interval_s)
-            started = time.monotonic()
-            try:
-                # fsync and unlink block: off the loop (the logs lock themselves).
-                await loop.run_in_executor(self.executor, job)
-            except Exception:
-                log.exception("periodic task %s failed", getattr(job, "__name__", job))
-            log.debug("%s took %.3fs", getattr(job, "__name__", job), time.monotonic() - started)
+        # Retention, flushes, checkpoints and cache dropping run on the log
+        # manager's own thread (fsync and unlink block; the logs lock themselves).
+        self.logs.start_scheduler()
+        interval = self.config["log.flush.offset.checkpoint.interval.ms"]
+        if interval > 0:
+            self._tasks.append(asyncio.get_running_loop().create_task(
+                self._snapshot_every(interval / 1000)))
 
     def _snapshot_jobs(self) -> list[Callable[[], None]]:
         """Producer snapshots due, taken on the loop thread (the only writer of
