@@ -5,9 +5,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+# Helper modules shared by the test directories (broker_process, kafka_wire,
+# record_vectors, ...) live in tests/; subdirectory tests import them by name.
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
 
 def ensure_command(command: str, package: str) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from conftest import RDKAFKA, SESSION_TIMEOUT_MS, create_topic, produce, wait_for
+from group_helpers import RDKAFKA, SESSION_TIMEOUT_MS, create_topic, produce, wait_for
 
 HERE = Path(__file__).resolve().parent
 

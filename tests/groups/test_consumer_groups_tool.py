@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import create_topic, produce, wait_for
+from group_helpers import create_topic, produce, wait_for
 from test_confluent_groups import ThreadConsumer
 
 from pylog.cli import main

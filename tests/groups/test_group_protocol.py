@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from conftest import REBALANCE_DELAY_MS, RawClient, create_topic
+from group_helpers import REBALANCE_DELAY_MS, create_topic
+from kafka_wire import RawClient
 
 from pylog.coordinator.records import java_string_hash, partition_for
 from pylog.protocol import ApiKey, ErrorCode

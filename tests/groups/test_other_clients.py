@@ -7,7 +7,7 @@ import asyncio
 import threading
 
 import pytest
-from conftest import SESSION_TIMEOUT_MS, create_topic, produce, wait_for
+from group_helpers import SESSION_TIMEOUT_MS, create_topic, produce, wait_for
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor

@@ -7,23 +7,17 @@ distribution, so the root is put first on ``sys.path`` (``tests/`` is on it too,
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_helpers import java_available
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(ROOT))
-
-
-def java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    return bool(home and (Path(home) / "bin" / "java").is_file()) or bool(shutil.which("java"))
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("confluent_kafka")
 
-from conftest import java_available  # noqa: E402
+from spark_helpers import java_available  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"

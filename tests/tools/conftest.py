@@ -4,72 +4,32 @@
 from __future__ import annotations
 
 import os
-import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-READY = "pylog broker: node"
-START_TIMEOUT_S = 30
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from broker_process import BrokerProcess, free_port
 
 
 @dataclass
 class ToolBroker:
-    proc: subprocess.Popen
+    process: BrokerProcess
     bootstrap: str
     metrics_url: str
 
 
-def _start(log_dir: Path) -> ToolBroker:
-    port, metrics_port = free_port(), free_port()
-    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-    args = [sys.executable, "-m", "pylog", "broker",
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={log_dir}",
-            "--override", f"metrics.listener={metrics_url}",
-            # Groups join without the 3 s initial delay: the tests are short.
-            "--override", "group.initial.rebalance.delay.ms=0"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = []
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 0.2)[0]:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            output.append(line)
-            if line.startswith(READY) and "listening on" in line:
-                return ToolBroker(proc, f"127.0.0.1:{port}", metrics_url)
-        elif proc.poll() is not None:
-            break
-    proc.kill()
-    raise RuntimeError("broker did not start:\n" + "".join(output))
-
-
 @pytest.fixture(scope="session")
 def tool_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolBroker]:
-    b = _start(tmp_path_factory.mktemp("tools-broker"))
-    yield b
-    if b.proc.poll() is None:
-        b.proc.send_signal(signal.SIGTERM)
-        try:
-            b.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            b.proc.kill()
+    metrics_url = f"http://127.0.0.1:{free_port()}/metrics"
+    b = BrokerProcess(tmp_path_factory.mktemp("tools-broker"),
+                      f"metrics.listener={metrics_url}",
+                      # Groups join without the 3 s initial delay: the tests are short.
+                      "group.initial.rebalance.delay.ms=0").start()
+    yield ToolBroker(b, b.bootstrap, metrics_url)
+    b.stop()
 
 
 def _pylog() -> list[str]:

@@ -1,0 +1,85 @@
+"""The real broker (``python -m pylog broker``) as a subprocess, for every test
+directory that needs one (the fixtures live in each directory's conftest)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY = "pylog broker: node"
+START_TIMEOUT_S = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    """One broker node process; ``bootstrap`` is ``host:port``."""
+
+    def __init__(self, log_dir: Path, *overrides: str, port: int | None = None,
+                 config: Path | None = None) -> None:
+        self.log_dir = log_dir
+        self.config = config
+        self.port = port or free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.overrides = overrides
+        self.proc: subprocess.Popen | None = None
+        self.output: list[str] = []
+
+    def start(self) -> BrokerProcess:
+        args = [sys.executable, "-m", "pylog", "broker",
+                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "--override", f"log.dirs={self.log_dir}"]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        for item in self.overrides:
+            args += ["--override", item]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                if not line:
+                    break
+                self.output.append(line)
+                if line.startswith(READY) and "listening on" in line:
+                    return self
+            elif self.proc.poll() is not None:
+                break
+        self.kill()
+        raise RuntimeError("broker did not start:\n" + "".join(self.output)
+                           + (self.proc.stdout.read() if self.proc.stdout else ""))
+
+    def stop(self, timeout: float = 20) -> int:
+        """SIGTERM and wait: the clean shutdown path."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+            self.output.append(out or "")
+        except subprocess.TimeoutExpired:
+            self.kill()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def safe_name(name: str, keep: str = "._-", limit: int = 200) -> str:
+    """A test's node name as a topic/group name (Kafka's legal characters)."""
+    return "".join(c if c.isalnum() or c in keep else "_" for c in name)[:limit]
