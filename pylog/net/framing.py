@@ -20,6 +20,11 @@ import struct
 
 from pylog.io import pagecache
 
+try:
+    from pylog._native.buffers import alloc_frame as _alloc_frame
+except ImportError:  # no compiled extensions: zero-filled, otherwise the same
+    _alloc_frame = bytearray
+
 _SIZE = struct.Struct(">i")
 STAGING_BYTES = 64 * 1024
 
@@ -84,7 +89,7 @@ class FrameBuffer:
                 start += 4 + size
                 continue
             # Incomplete: give the rest its own buffer and let the socket fill it.
-            frame = bytearray(size)
+            frame = _alloc_frame(size)  # not zero-filled: the socket fills it all
             frame[:have] = self._view[start + 4:end]
             self._frame, self._fill = frame, have
             start = end = 0

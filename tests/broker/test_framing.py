@@ -62,3 +62,15 @@ def test_file_region_encodes_as_records() -> None:
     expect = encode_response(ApiKey.FETCH, 11, 1, plain)
     assert size == len(expect) - 4
     assert framed[0] + b"x" * 500 + b"".join(framed[2:]) == expect
+
+
+def test_alloc_frame_is_a_bytearray_of_the_size_asked() -> None:
+    from pylog._native.buffers import alloc_frame
+
+    frame = alloc_frame(1 << 20)
+    assert type(frame) is bytearray and len(frame) == 1 << 20
+    frame[-3:] = b"end"  # writable, the whole length
+    assert frame[-3:] == b"end"
+    assert alloc_frame(0) == bytearray()
+    with pytest.raises(ValueError):
+        alloc_frame(-1)
