@@ -109,7 +109,10 @@ class LogConfig:
         return out
 
 
-def _long(lo: int, hi: int = LONG_MAX) -> Callable[[str, str], int]:
+def int_value(lo: int = -LONG_MAX - 1, hi: int = LONG_MAX) -> Callable[[str, str], int]:
+    """A parser of an integer config value in [lo, hi]: (key, raw) -> int,
+    ValueError naming the key (shared by topic, log manager and broker configs)."""
+
     def conv(key: str, raw: str) -> int:
         try:
             value = int(str(raw).strip())
@@ -124,7 +127,7 @@ def _long(lo: int, hi: int = LONG_MAX) -> Callable[[str, str], int]:
 
 
 def _scaled(unit_ms: int, lo: int) -> Callable[[str, str], int]:
-    check = _long(lo)
+    check = int_value(lo)
 
     def conv(key: str, raw: str) -> int:
         value = check(key, raw)
@@ -150,7 +153,7 @@ def _policy(key: str, raw: str) -> tuple[str, ...]:
     return parts
 
 
-def _bool(key: str, raw: str) -> bool:
+def bool_value(key: str, raw: str) -> bool:
     value = str(raw).strip().lower()
     if value not in ("true", "false"):
         raise ValueError(f"invalid value {raw!r} for configuration {key}: "
@@ -160,25 +163,25 @@ def _bool(key: str, raw: str) -> bool:
 
 # attribute -> (topic config name, broker default name, converter)
 _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
-    "segment_bytes": ("segment.bytes", "log.segment.bytes", _long(14, INT_MAX)),
-    "segment_ms": ("segment.ms", "log.roll.ms", _long(1)),
-    "segment_jitter_ms": ("segment.jitter.ms", "log.roll.jitter.ms", _long(0)),
+    "segment_bytes": ("segment.bytes", "log.segment.bytes", int_value(14, INT_MAX)),
+    "segment_ms": ("segment.ms", "log.roll.ms", int_value(1)),
+    "segment_jitter_ms": ("segment.jitter.ms", "log.roll.jitter.ms", int_value(0)),
     "segment_index_bytes": ("segment.index.bytes", "log.index.size.max.bytes",
-                            _long(4, INT_MAX)),
+                            int_value(4, INT_MAX)),
     "index_interval_bytes": ("index.interval.bytes", "log.index.interval.bytes",
-                             _long(0, INT_MAX)),
-    "retention_ms": ("retention.ms", "log.retention.ms", _long(-1)),
-    "retention_bytes": ("retention.bytes", "log.retention.bytes", _long(-1)),
-    "flush_messages": ("flush.messages", "log.flush.interval.messages", _long(1)),
-    "flush_ms": ("flush.ms", "log.flush.interval.ms", _long(0)),
+                             int_value(0, INT_MAX)),
+    "retention_ms": ("retention.ms", "log.retention.ms", int_value(-1)),
+    "retention_bytes": ("retention.bytes", "log.retention.bytes", int_value(-1)),
+    "flush_messages": ("flush.messages", "log.flush.interval.messages", int_value(1)),
+    "flush_ms": ("flush.ms", "log.flush.interval.ms", int_value(0)),
     "file_delete_delay_ms": ("file.delete.delay.ms", "log.segment.delete.delay.ms",
-                             _long(0)),
-    "max_message_bytes": ("max.message.bytes", "message.max.bytes", _long(0, INT_MAX)),
+                             int_value(0)),
+    "max_message_bytes": ("max.message.bytes", "message.max.bytes", int_value(0, INT_MAX)),
     "message_timestamp_type": ("message.timestamp.type", "log.message.timestamp.type",
                                _choice(TIMESTAMP_TYPES)),
     "cleanup_policy": ("cleanup.policy", "log.cleanup.policy", _policy),
-    "preallocate": ("preallocate", "log.preallocate", _bool),
-    "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", _long(1, INT_MAX)),
+    "preallocate": ("preallocate", "log.preallocate", bool_value),
+    "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", int_value(1, INT_MAX)),
 }
 
 # Broker settings of the log manager itself, not per-log; accepted silently.
@@ -247,11 +250,11 @@ class ManagerConfig:
 
 
 _MANAGER_KEYS: dict[str, tuple[str, Callable[[str, str], int]]] = {
-    "retention_check_interval_ms": ("log.retention.check.interval.ms", _long(1)),
-    "flush_scheduler_interval_ms": ("log.flush.scheduler.interval.ms", _long(1)),
+    "retention_check_interval_ms": ("log.retention.check.interval.ms", int_value(1)),
+    "flush_scheduler_interval_ms": ("log.flush.scheduler.interval.ms", int_value(1)),
     "flush_offset_checkpoint_interval_ms": ("log.flush.offset.checkpoint.interval.ms",
-                                            _long(0, INT_MAX)),
+                                            int_value(0, INT_MAX)),
     "flush_start_offset_checkpoint_interval_ms": (
-        "log.flush.start.offset.checkpoint.interval.ms", _long(0, INT_MAX)),
-    "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, _long(-1)),
+        "log.flush.start.offset.checkpoint.interval.ms", int_value(0, INT_MAX)),
+    "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, int_value(-1)),
 }

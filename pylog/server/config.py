@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pylog.log.config import CACHE_DROP_IDLE_MS, LONG_MAX, LogConfig, ManagerConfig
+from pylog.log.config import (
+    CACHE_DROP_IDLE_MS,
+    LONG_MAX,
+    LogConfig,
+    ManagerConfig,
+    bool_value,
+    int_value,
+)
 
 INT_MAX = 2**31 - 1
 
@@ -39,25 +46,10 @@ class Endpoint:
 
 # -- value parsers: (key, raw string) -> value, ConfigError on bad input ------
 
-def _int(lo: int = -LONG_MAX - 1, hi: int = LONG_MAX) -> Callable[[str, str], int]:
-    def parse(key: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
-                              "not a number") from None
-        if not lo <= value <= hi:
-            raise ConfigError(f"invalid value {value} for configuration {key}: "
-                              f"value must be in [{lo}, {hi}]")
-        return value
-    return parse
-
-
-def _bool(key: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise ConfigError(f"invalid value {raw!r} for configuration {key}: must be true or false")
-    return value == "true"
+# Integers and booleans parse as the log's configs do (ValueError naming the
+# key; BrokerConfig turns it into ConfigError).
+_int = int_value
+_bool = bool_value
 
 
 def _str(key: str, raw: str) -> str:
@@ -225,7 +217,10 @@ class BrokerConfig:
         self._values: dict[str, Any] = {}
         for key, (parse, default) in KEYS.items():
             raw = self.originals.get(key, default)
-            self._values[key] = None if raw is None else parse(key, raw)
+            try:
+                self._values[key] = None if raw is None else parse(key, raw)
+            except ValueError as exc:  # the parsers name the key
+                raise ConfigError(str(exc)) from None
         # Kafka's aliases: broker.id for node.id, log.dir when log.dirs is unset.
         if "broker.id" in self.originals:
             if "node.id" in self.originals and self["node.id"] != self["broker.id"]:
