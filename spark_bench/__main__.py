@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="librdkafka statistics.interval.ms")
     sweep.add_argument("--poll-every", type=_positive_int, default=64,
                        help="poll(0) every K records when sending as fast as possible")
+    sweep.add_argument("--sample-every", type=_positive_int, default=16, metavar="K",
+                       help="without --target-rate: a latency sample (delivery callback) on "
+                            "1 record in K (1: every record; callbacks cost client throughput)")
     sweep.add_argument("--client-bound-threshold", type=_positive_float, default=0.8,
                        help="flag a cell when a task's send-loop CPU / wall reaches this")
     sweep.add_argument("-X", dest="client_config", type=_key_value, action="append",
@@ -132,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--records", type=_positive_int, required=True)
     perf.add_argument("--record-size", type=_positive_int, default=100)
     perf.add_argument("--target-rate", type=_positive_float)
+    perf.add_argument("--sample-every", type=_positive_int, default=16, metavar="K")
     perf.add_argument("-X", dest="client_config", type=_key_value, action="append",
                       default=[], metavar="KEY=VALUE")
     return parser
@@ -168,6 +172,7 @@ def _sweep(args: argparse.Namespace) -> int:
         payload=args.payload,
         stats_interval_ms=args.stats_interval_ms,
         poll_every=args.poll_every,
+        sample_every=args.sample_every,
         client_bound_threshold=args.client_bound_threshold,
         e2e=args.e2e,
         e2e_tasks=args.e2e_tasks,
@@ -246,12 +251,14 @@ def _producer_perf(args: argparse.Namespace) -> int:
     conf = dict(args.client_config)
     spec = {"bootstrap": args.bootstrap_server, "topic": args.topic, "cell": cell,
             "cell_index": 0, "tasks": 1, "records_per_task": args.records,
-            "rate_per_task": args.target_rate, "client_config": conf}
+            "rate_per_task": args.target_rate, "sample_every": args.sample_every,
+            "client_config": conf}
     row = task.run_producer(spec, 0)
     pct = histo.percentiles_ms(histo.decode(row["hist"]))
     print(f"{row['records']} records sent, {row['records_per_s']:,.0f} records/s "
           f"({row['bytes'] / row['seconds'] / 1e6:.2f} MB/s), p50 {pct['p50']:.2f} ms, "
-          f"p99 {pct['p99']:.2f} ms, max {pct['max']:.2f} ms, errors {row['errors']}, "
+          f"p99 {pct['p99']:.2f} ms, max {pct['max']:.2f} ms "
+          f"({row['latency_samples']} latency samples), errors {row['errors']}, "
           f"cpu {row['cpu_s']:.2f} s / {row['run_seconds']:.2f} s")
     return 0
 

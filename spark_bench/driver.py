@@ -40,6 +40,7 @@ class SweepConfig:
     payload: str = "random"
     stats_interval_ms: int = 1000
     poll_every: int = 64
+    sample_every: int = 16  # unthrottled: one latency sample (delivery callback) per K records
     client_bound_threshold: float = 0.8
     start_margin_s: float = 1.2
     e2e: bool = False
@@ -304,6 +305,7 @@ def merge_cell(
         "tasks": len(producers),
         "records": records,
         "records_total": sum(r["records_total"] for r in producers),
+        "latency_samples": sum(r.get("latency_samples", r["records"]) for r in producers),
         "bytes": nbytes,
         "seconds": seconds,
         "records_per_s": records / seconds,
@@ -385,6 +387,7 @@ def _task_spec(config: SweepConfig, index: int, cell: dict[str, Any]) -> dict[st
         "payload": config.payload,
         "stats_interval_ms": config.stats_interval_ms,
         "poll_every": config.poll_every,
+        "sample_every": config.sample_every,
         "seed": config.seed + index,
         "client_config": config.client_config,
         "start_margin_s": config.start_margin_s,

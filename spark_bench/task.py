@@ -8,17 +8,23 @@ Measurement notes (why the loop looks the way it does):
 
 * Payloads are generated before the clock starts; generating bytes in Python per record caps a
   producer at a few MB/s.
-* Sending follows an open-loop schedule: record ``i`` is *intended* at ``start + i / rate`` and
-  its latency is measured from that intended time, so a stalled client or broker shows up as
-  latency instead of silently lowering the offered load (coordinated omission).
-* The delivery callback is a ``functools.partial`` over the intended time that appends one int
-  to an ``array``; the HDR histogram is filled in bulk afterwards (recording one value into
-  ``hdrhistogram`` costs ~6 us, more than the rest of the per-record work).
+* The send loop is :func:`pylog.tools.producer_loop.send_loop`, shared with
+  ``pylog producer-perf-test``.
+* With ``--target-rate`` sending follows an open-loop schedule: record ``i`` is *intended* at
+  ``start + i / rate`` and its latency is measured from that intended time, so a stalled client
+  or broker shows up as latency instead of silently lowering the offered load (coordinated
+  omission). Every record is timed: its delivery callback is a ``functools.partial`` over the
+  intended time that appends one int to an ``array``.
+* Without a rate (as fast as possible) one record in ``sample_every`` (16) carries a delivery
+  callback and its latency is librdkafka's produce()-to-ack time; a Python callback on every
+  record would cost the client about half its rate. Delivered records are counted as sent minus
+  failed minus still queued after the flush.
+* The HDR histogram is filled in bulk afterwards (recording one value into ``hdrhistogram``
+  costs ~6 us, more than the rest of the per-record work).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
@@ -33,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from pylog import histo
+from pylog.tools.producer_loop import SAMPLE_EVERY, send_loop
 from spark_bench.grid import client_config
 
 # Bytes of payload kept in the pool per task; the pool is cycled through.
@@ -152,6 +159,7 @@ def run_producer(
     warm_ns = int(spec.get("warmup_s", 0.0) * 1e9)
     rate = spec.get("rate_per_task")
     poll_every = int(spec.get("poll_every", 64))
+    sample_every = int(spec.get("sample_every", SAMPLE_EVERY))
 
     setup_start = time.monotonic()
     pool = make_payloads(size, pool_count(size, records), spec.get("payload", "random"),
@@ -174,7 +182,7 @@ def run_producer(
     if barrier is not None:
         barrier()  # every task of the cell starts sending together
 
-    lat = array("q")
+    lat = array("q")  # latency samples (ns), folded into the histogram in bulk
     append = lat.append
     mono = time.monotonic_ns
     hist = histo.new_histogram()
@@ -182,74 +190,77 @@ def run_producer(
     warm_delivered = [0]
     last = [0]
 
-    def on_delivery(intended: int, err: Any, _msg: Any) -> None:
-        if err is None:
-            now = mono()
-            last[0] = now
-            append(now - intended)
-        else:
-            errors[0] += 1
-
-    def on_warm_delivery(_intended: int, err: Any, _msg: Any) -> None:
-        if err is None:
-            warm_delivered[0] += 1
-        else:
-            errors[0] += 1
-
-    produce = producer.produce
-    poll = producer.poll
-    partial = functools.partial
-    npool = len(pool)
-    interval = 1e9 / rate if rate else 0.0
+    def fold() -> None:
+        histo.record_many(hist, np.frombuffer(lat, dtype=np.int64) // 1000)
+        del lat[:]
 
     cpu0, thread0 = time.process_time(), time.thread_time()
     wall_offset = time.time_ns() - mono()
     start = mono()
     warm_end = start + warm_ns
     stop = warm_end + duration_ns if duration_ns is not None else None
-    i = 0
-    while True:
-        if records is not None and i >= records:
-            break
-        now = mono()
-        if rate:
-            intended = start + int(i * interval)
-            wait = intended - now
-            # Serve callbacks while waiting; poll's timeout has ms resolution, so finish a
-            # sub-millisecond wait with sleep.
-            while wait > 0:
-                if wait > 2_000_000:
-                    poll((wait - 1_000_000) / 1e9)
-                else:
-                    time.sleep(wait / 1e9)
-                wait = intended - mono()
+    # Unthrottled: where the measurement starts (records sent, clock), found by the tick.
+    mark = [0, start] if not warm_ns else [-1, warm_end]
+
+    def on_scheduled(intended: int, err: Any, _msg: Any) -> None:
+        # Open loop: latency from the record's intended send time.
+        if err is None:
+            now = mono()
+            if intended >= warm_end:
+                last[0] = now
+                append(now - intended)
+            else:
+                warm_delivered[0] += 1
         else:
-            intended = now
-        if stop is not None and intended >= stop:
-            break
-        callback = partial(on_delivery if intended >= warm_end else on_warm_delivery, intended)
-        value = pool[i % npool]
-        while True:
-            try:
-                produce(topic, value, on_delivery=callback)
-                break
-            except BufferError:  # local queue full: the client or broker is the bottleneck
-                poll(0.005)
-        i += 1
-        if i % poll_every == 0:
-            poll(0)
-            if len(lat) >= FOLD_EVERY:
-                histo.record_many(hist, np.frombuffer(lat, dtype=np.int64) // 1000)
-                del lat[:]
+            errors[0] += 1
+
+    def on_sample(err: Any, msg: Any) -> None:
+        # Unthrottled (1 in sample_every records): librdkafka's produce()-to-ack time.
+        if err is None:
+            latency = int(msg.latency() * 1e9)
+            if mono() - latency >= warm_end:
+                append(latency)
+        else:
+            errors[0] += 1
+
+    def tick(now: int, sent: int) -> int:
+        if mark[0] < 0 and now >= warm_end:
+            mark[0], mark[1] = sent, now
+        if len(lat) >= FOLD_EVERY:
+            fold()
+        return warm_end if mark[0] < 0 else now + 1_000_000_000
+
+    sampled = not rate
+    i = send_loop(producer, topic, pool, start_ns=start, total=records, stop_ns=stop,
+                  rate=rate or 0.0, on_sample=on_sample, on_scheduled=on_scheduled,
+                  sample_every=sample_every, poll_every=poll_every, tick=tick,
+                  next_tick_ns=warm_end if warm_ns else start + 1_000_000_000)
     sent_end = mono()
     undelivered = producer.flush(float(spec.get("flush_timeout_s", 120.0)))
     end = mono()
     cpu_s, thread_cpu_s = time.process_time() - cpu0, time.thread_time() - thread0
+    # One more statistics window after the last delivery, so short cells get librdkafka's
+    # rtt / int_latency / batch figures too (not part of the measured time).
+    windows = stats.windows
+    stats_deadline = time.monotonic() + 1.5 * int(spec.get("stats_interval_ms", 1000)) / 1000
+    while stats.windows == windows and time.monotonic() < stats_deadline:
+        producer.poll(0.02)
 
-    histo.record_many(hist, np.frombuffer(lat, dtype=np.int64) // 1000)
-    measured = hist.get_total_count()
-    measure_start = warm_end if warm_ns else start
-    measure_end = last[0] if measured else end
+    fold()
+    samples = hist.get_total_count()
+    failed = errors[0] + undelivered
+    if sampled:
+        # Records carry no callback: acknowledged = sent - failed - still queued.
+        warm_sent = mark[0] if mark[0] >= 0 else i
+        measured = max(i - warm_sent - failed, 0)
+        total_ok = max(i - failed, 0)
+        measure_start = mark[1] if mark[0] >= 0 else end
+        measure_end = end
+    else:
+        measured = samples
+        total_ok = samples + warm_delivered[0]
+        measure_start = warm_end if warm_ns else start
+        measure_end = last[0] if measured else end
     seconds = max((measure_end - measure_start) / 1e9, 1e-9)
     return {
         "role": "producer",
@@ -257,10 +268,12 @@ def run_producer(
         "task": index,
         **_identity(),
         "records": int(measured),
-        "records_total": int(measured + warm_delivered[0]),
+        "records_total": int(total_ok),
         "records_attempted": i,
+        "latency_samples": int(samples),
+        "latency_sampled": sampled,
         "bytes": int(measured * size),
-        "errors": int(errors[0] + undelivered),
+        "errors": int(failed),
         "client_errors": len(client_errors),
         "client_error_sample": client_errors[0] if client_errors else "",
         "seconds": seconds,

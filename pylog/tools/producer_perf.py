@@ -9,7 +9,8 @@ and at the end::
     N records sent, X records/sec (Y MB/sec), Z ms avg latency, W ms max latency,
     A ms 50th, B ms 95th, C ms 99th, D ms 99.9th.
 
-How it measures (the same techniques as spark_bench/task.py):
+How it measures (the send loop is pylog/tools/producer_loop.py, shared with
+spark_bench/task.py):
 
 * Payloads are built before the clock starts (``--record-size``: one payload of
   random capital letters, as Kafka; ``--payload-file``: the file's payloads).
@@ -25,7 +26,7 @@ How it measures (the same techniques as spark_bench/task.py):
   would halve what the client can send.  Acknowledged records are counted as
   sent minus still queued.  With ``--throughput`` every record is timed.
 * Latencies go into an ``array`` and are folded into an HDR histogram
-  (``hdrhistogram``) in bulk at each report (spark_bench.histo.record_many).
+  (``hdrhistogram``) in bulk at each report (pylog.histo.record_many).
 * The producer's own CPU time is compared with the wall time: when the send
   loop kept its thread busy the whole run, the result measured the client, not
   the broker, and a NOTE line on stderr says so.
@@ -38,7 +39,6 @@ the final figures for dashboards.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import random
 import sys
@@ -56,12 +56,9 @@ from pylog.tools.common import (
     parse_props,
     run_tool,
 )
+from pylog.tools.producer_loop import POLL_EVERY, SAMPLE_EVERY, send_loop
 
 REPORT_INTERVAL_MS = 5000
-POLL_EVERY = 1024
-# Unthrottled runs take a latency sample (a delivery callback) on one record in
-# this many: a Python callback on every record would halve the client's rate.
-SAMPLE_EVERY = 16
 METADATA_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 300.0
 # A send loop whose thread was this busy was limited by the client itself.
@@ -154,7 +151,7 @@ class Run:
 
     def _callbacks(self) -> tuple[Any, Any]:
         append = self.lat.append
-        mono = time.monotonic
+        mono_ns = time.monotonic_ns
 
         def failed(err: Any) -> None:
             self.errors += 1
@@ -169,9 +166,9 @@ class Run:
             else:
                 failed(err)
 
-        def on_ack_scheduled(intended: float, err: Any, msg: Any) -> None:
+        def on_ack_scheduled(intended_ns: int, err: Any, msg: Any) -> None:
             if err is None:
-                append((mono() - intended) * 1000.0)
+                append((mono_ns() - intended_ns) / 1e6)
             else:
                 failed(err)
 
@@ -213,76 +210,36 @@ class Run:
     def send(self) -> dict[str, Any]:
         args = self.args
         producer = self.producer
-        produce, poll = producer.produce, producer.poll
-        topic = args.topic
-        payloads = self.payloads
-        npay = len(payloads)
-        total = args.num_records
         rate = args.throughput if args.throughput and args.throughput > 0 else 0
         on_ack, on_ack_scheduled = self._callbacks()
-        partial = functools.partial
         mono = time.monotonic
-        report_s = args.reporting_interval / 1000
+        report_ns = int(args.reporting_interval * 1e6)
         cpu0, thread0 = time.process_time(), time.thread_time()
-        start = mono()
-        next_report = start + report_s
+        start_ns = time.monotonic_ns()  # the same clock as time.monotonic()
+        start = start_ns / 1e9
         self.window_start = self.measure_start = start
-        interval = 1.0 / rate if rate else 0.0
-        i = 0
-        while i < total:
-            if rate:
-                intended = start + i * interval
-                wait = intended - mono()
-                # Serve callbacks while waiting; poll() has ms resolution, so a
-                # sub-millisecond wait ends with sleep.
-                while wait > 0:
-                    if wait > 0.002:
-                        poll(wait - 0.001)
-                    else:
-                        time.sleep(wait)
-                    wait = intended - mono()
-                try:
-                    produce(topic, payloads[i % npay],
-                            on_delivery=partial(on_ack_scheduled, intended))
-                except BufferError:  # queue full: the client or the broker is the limit
-                    poll(0.001)
-                    continue
-                i += 1
-                self.sent = i
-                poll(0)
-            else:
-                # One sampled record, then up to SAMPLE_EVERY-1 without a callback.
-                try:
-                    produce(topic, payloads[i % npay], on_delivery=on_ack)
-                except BufferError:
-                    poll(0.001)
-                    continue
-                i += 1
-                stop = min(i + SAMPLE_EVERY - 1, total)
-                while i < stop:
-                    try:
-                        produce(topic, payloads[i % npay])
-                    except BufferError:
-                        poll(0.001)
-                        continue
-                    i += 1
-                self.sent = i
-                if i % POLL_EVERY < SAMPLE_EVERY:
-                    poll(0)
-                else:
-                    continue
-            now = mono()
-            if now >= next_report:
-                self.report(now)
-                next_report = now + report_s
+        next_report = [start_ns + report_ns]
+
+        def tick(now_ns: int, sent: int) -> int:
+            self.sent = sent
+            self.report(now_ns / 1e9)
+            next_report[0] = now_ns + report_ns
+            return next_report[0]
+
+        self.sent = send_loop(producer, args.topic, self.payloads, start_ns=start_ns,
+                              total=args.num_records, rate=rate, on_sample=on_ack,
+                              on_scheduled=on_ack_scheduled, sample_every=SAMPLE_EVERY,
+                              poll_every=POLL_EVERY, tick=tick, next_tick_ns=next_report[0])
+        report_s = report_ns / 1e9
         sent_end = mono()
         deadline = sent_end + FLUSH_TIMEOUT_S
+        next_report_s = next_report[0] / 1e9
         while len(producer) and mono() < deadline:
-            poll(0.05)
+            producer.poll(0.05)
             now = mono()
-            if now >= next_report:
+            if now >= next_report_s:
                 self.report(now)
-                next_report = now + report_s
+                next_report_s = now + report_s
         end = mono()
         undelivered = len(producer)
         cpu_s, thread_s = time.process_time() - cpu0, time.thread_time() - thread0

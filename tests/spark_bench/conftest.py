@@ -1,4 +1,5 @@
-"""Fixtures for the spark_bench tests: a librdkafka mock cluster and one local[2] SparkSession.
+"""Fixtures for the spark_bench tests: a real pylog broker (a subprocess, one per test module)
+and one local[2] SparkSession.
 
 ``spark_bench`` lives at the repository root and is not part of the installed ``pylog``
 distribution, so the root is put first on ``sys.path`` (``tests/`` is on it too, and
@@ -21,15 +22,17 @@ if str(ROOT) not in sys.path[:1]:
 
 
 @pytest.fixture(scope="module")
-def mock_bootstrap() -> Iterator[str]:
-    """Bootstrap address of a mock cluster living inside this process's holder client; Spark
-    workers (separate processes) connect to it over loopback like to any broker."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "log_level": 3})
-    brokers = holder.list_topics(timeout=10).brokers.values()
-    yield ",".join(f"{b.host}:{b.port}" for b in brokers)
-    holder.flush(1)
-    del holder
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap address of a ``pylog broker`` subprocess (topics auto-created on Metadata,
+    its default); Spark workers connect to it over loopback like to any broker."""
+    pytest.importorskip("confluent_kafka")
+    from broker_process import BrokerProcess
+
+    process = BrokerProcess(tmp_path_factory.mktemp("spark-bench-broker")).start()
+    try:
+        yield process.bootstrap
+    finally:
+        process.stop()
 
 
 @pytest.fixture(scope="module")

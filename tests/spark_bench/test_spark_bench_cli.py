@@ -163,3 +163,24 @@ def test_report_screenshot(tmp_path: Path, system_command) -> None:
     assert len(colours) > 20
     # Something drawn in the plot area, not just text: viridis purple of the heat map.
     assert any(abs(c[0] - 68) < 30 and c[1] < 60 and abs(c[2] - 84) < 40 for c in colours)
+
+
+def test_mock_broker_subcommand() -> None:
+    """``mock-broker`` (librdkafka's in-memory cluster, for trying the harness without a broker)
+    prints a bootstrap address that answers Metadata, and exits after --seconds."""
+    pytest.importorskip("confluent_kafka")
+    from spark_bench.driver import check_broker
+
+    proc = subprocess.Popen([sys.executable, "-m", "spark_bench", "mock-broker", "--seconds", "3"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        host, _, port = bootstrap.partition(":")
+        assert host and port.isdigit(), bootstrap
+        assert check_broker(bootstrap, timeout_s=5) == 1
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,5 +1,6 @@
 """A Spark standalone cluster on 127.0.0.1 (one master, two 1-core workers, started with the
-pyspark package's ``spark-class``): a sweep's barrier stage must use both workers."""
+pyspark package's ``spark-class``) and a pylog broker: a sweep's barrier stage must use both
+workers, and every record must reach the broker."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("confluent_kafka")
 
-from spark_helpers import java_available  # noqa: E402
+from spark_helpers import java_available, topic_record_count  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
@@ -81,12 +82,12 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             log.close()
 
 
-def test_sweep_spreads_over_workers(standalone: str, mock_bootstrap: str, tmp_path: Path
+def test_sweep_spreads_over_workers(standalone: str, broker: str, tmp_path: Path
                                     ) -> None:
     import pyarrow.parquet as pq
 
     proc = subprocess.run(
-        [sys.executable, "-m", "spark_bench", "sweep", "--bootstrap-server", mock_bootstrap,
+        [sys.executable, "-m", "spark_bench", "sweep", "--bootstrap-server", broker,
          "--topic", "cluster", "--grid", "linger.ms=0,5", "--tasks", "2",
          "--records-per-task", "500", "--master", standalone, "--out", str(tmp_path),
          "--spark-conf", "spark.executor.memory=512m", "--quiet"],
@@ -102,3 +103,5 @@ def test_sweep_spreads_over_workers(standalone: str, mock_bootstrap: str, tmp_pa
         assert {Path(t["cwd"]).parts[-3] for t in cell_tasks} == {"work0", "work1"}
     cells = pq.read_table(tmp_path / "results.parquet").to_pylist()
     assert [c["records"] for c in cells] == [1000, 1000]
+    assert all(c["errors"] == 0 and c["p50_ms"] <= c["p99_ms"] <= c["max_ms"] for c in cells)
+    assert topic_record_count(broker, "cluster") == 2000
