@@ -372,7 +372,7 @@ class GroupCoordinator:
         if not (cfg.group_min_session_timeout_ms <= req.session_timeout_ms
                 <= cfg.group_max_session_timeout_ms):
             return JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id)
-        self.store.ensure_topic()
+        self.store.ensure_group(req.group_id)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -625,7 +625,7 @@ class GroupCoordinator:
             if generation >= 0:
                 return all_(E.ILLEGAL_GENERATION)
             # A group that only stores offsets here (no group management).
-            self.store.ensure_topic()
+            self.store.ensure_group(group_id)
             group = self.groups[group_id] = Group(group_id,
                                                   current_state_timestamp=self.time_ms())
         if group.is_(S.DEAD):

@@ -63,6 +63,7 @@ class Broker:
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
+        self.groups.store.executor = self.executor
         listener = config.listeners[0]
         self.listener = Listener(
             listener.host, listener.port, self.router,
@@ -71,6 +72,7 @@ class Broker:
             send_buffer=config["socket.send.buffer.bytes"],
             receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor)
         self.endpoint: Endpoint = config.advertised()
+        self.fetch_max_bytes: int = config["fetch.max.bytes"]
         # Prometheus page at metrics.listener; None when off, so each hook in the
         # request, produce and fetch paths costs one attribute test.
         self.metrics = BrokerMetrics.create(self)

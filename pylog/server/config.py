@@ -138,6 +138,9 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # loopback: ~25% less broker CPU per GB produced.
     "socket.send.buffer.bytes": (_int(-1, INT_MAX), "-1"),
     "socket.receive.buffer.bytes": (_int(-1, INT_MAX), "-1"),
+    # KIP-541: the most record bytes one fetch response returns, whatever the
+    # request's max_bytes (the first batch found still goes whole, KIP-74).
+    "fetch.max.bytes": (_int(1024, INT_MAX), "57671680"),
     "connections.max.idle.ms": (_LONG, "600000"),
     "queued.max.requests": (_int(1, INT_MAX), "500"),
     "log.segment.bytes": (_int(14, INT_MAX), "1073741824"),

@@ -5,7 +5,8 @@ placeholders, so the record bytes go from the page cache to the socket and
 never through Python.  A fetch that finds fewer than ``min_bytes`` parks until
 an append to one of its partitions wakes it or ``max_wait_ms`` passes (Kafka's
 delayed fetch).  Limits follow KIP-74: ``partition_max_bytes`` per partition,
-``max_bytes`` for the response, except that the first batch found is returned
+``max_bytes`` (at most the broker's ``fetch.max.bytes``, KIP-541) for the
+response, except that the first batch found is returned
 whole so a consumer always makes progress.
 """
 
@@ -40,7 +41,7 @@ def _partition_error(index: int, code: int) -> dict[str, Any]:
 
 def _read(broker: Broker, body: Any, version: int) -> tuple[list[dict], int, bool]:
     """(topic responses, record bytes found, whether any partition has an error)."""
-    remaining = body.max_bytes if version >= 3 else INT32_MAX
+    remaining = min(body.max_bytes if version >= 3 else INT32_MAX, broker.fetch_max_bytes)
     min_one = version >= 3
     committed = body.isolation_level == READ_COMMITTED
     total = 0

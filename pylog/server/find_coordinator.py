@@ -19,10 +19,10 @@ GROUP_KEY_TYPE = 0
 def _coordinator(broker: Broker, key: str, key_type: int) -> dict[str, Any]:
     """A group's coordinator is the leader of its ``__consumer_offsets`` partition
     (``abs(javaHash(group)) % offsets.topic.num.partitions``), created here on
-    first use as Kafka does; every partition's leader is this node."""
+    first use as Kafka does (that partition's log at once, the others' off the
+    loop: see ``OffsetsStore.ensure_group``); every partition's leader is this node."""
     if key_type == GROUP_KEY_TYPE:
-        broker.groups.store.ensure_topic()
-        broker.groups.store.partition_for(key)
+        broker.groups.store.ensure_group(key)
     ep = broker.endpoint
     return {"key": key, "node_id": broker.node_id, "host": ep.host, "port": ep.port,
             "error_code": 0, "error_message": None}

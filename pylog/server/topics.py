@@ -12,11 +12,13 @@ import base64
 import json
 import os
 import re
+import threading
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pylog.log import LogConfig, LogManager
+from pylog.log import Log, LogConfig, LogManager
 from pylog.protocol import ErrorCode
 from pylog.server import topic_configs
 
@@ -83,6 +85,7 @@ class TopicRegistry:
         self.path = logs.dir / TOPICS_FILE
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
+        self._create_lock = threading.Lock()
         self._load()
 
     def _load(self) -> None:
@@ -166,25 +169,49 @@ class TopicRegistry:
                              "Number of partitions must be larger than 0.")
         return self.log_config(self.validate_configs(configs))
 
-    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None
-               ) -> Topic:
+    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+               only: Collection[int] | None = None) -> Topic:
+        """Create ``name`` with ``partitions`` partitions.  ``only``: create
+        just these partitions' logs now (the topic is registered and saved with
+        all of them); the caller creates the others with
+        :meth:`ensure_partition`, e.g. off the event loop, and a restart
+        creates any still missing (see ``_load``)."""
         configs = self.validate_configs(dict(configs or {}))
         config = self.check_create(name, partitions, configs)
         topic = Topic(name, uuid.uuid4(), partitions, configs)
-        for p in range(partitions):
+        for p in range(partitions) if only is None else only:
             self.logs.get_or_create_log(name, p, config)
             self._write_partition_metadata(topic, p)
         self._add(topic)
         self._save()
         return topic
 
+    def ensure_partition(self, name: str, partition: int) -> Log | None:
+        """The log of a registered topic's partition, created if missing (see
+        ``create(only=...)``); None if the topic is gone.  Thread-safe: the
+        loop and an executor thread may race to create the same partition."""
+        found = self.logs.get_log(name, partition)
+        if found is not None:
+            return found
+        with self._create_lock:
+            topic = self.topics.get(name)
+            if topic is None or partition >= topic.partitions:
+                return None
+            found = self.logs.get_log(name, partition)
+            if found is None:
+                found = self.logs.get_or_create_log(name, partition,
+                                                    self.log_config(topic.configs))
+                self._write_partition_metadata(topic, partition)
+            return found
+
     def delete(self, name: str) -> Topic:
-        topic = self.topics.pop(name, None)
-        if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             "This server does not host this topic-partition.")
-        self.by_id.pop(topic.topic_id, None)
-        self.logs.delete_topic(name)
+        with self._create_lock:  # not while ensure_partition creates one of its logs
+            topic = self.topics.pop(name, None)
+            if topic is None:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 "This server does not host this topic-partition.")
+            self.by_id.pop(topic.topic_id, None)
+            self.logs.delete_topic(name)
         self._save()
         return topic
 

@@ -223,6 +223,20 @@ def test_fetch_out_of_range_and_limits(broker, topic) -> None:
         assert len(p.records) == 3 * len(batch(10)) and p.high_watermark == 50
 
 
+def test_broker_fetch_max_bytes_caps_the_response(start_broker) -> None:
+    """KIP-541's broker ``fetch.max.bytes`` wins over a larger request max_bytes;
+    the first batch still goes whole (KIP-74) however small the cap."""
+    b = start_broker("fetch.max.bytes=1024")
+    one = batch(60)
+    assert 512 < len(one) <= 1024
+    with RawClient(b.bootstrap) as c:
+        metadata(c, "capped")
+        for _ in range(3):
+            c.request(ApiKey.PRODUCE, 9, produce_body("capped", 0, one))
+        p = c.request(ApiKey.FETCH, 11, fetch_body("capped", 0)).responses[0].partitions[0]
+        assert p.error_code == 0 and len(p.records) == len(one) and p.high_watermark == 180
+
+
 def test_fetch_long_poll_wakes_on_produce(broker, topic) -> None:
     with RawClient(broker.bootstrap) as consumer, RawClient(broker.bootstrap) as producer:
         metadata(producer, topic)

@@ -156,3 +156,47 @@ def test_deleting_a_topic_removes_its_offsets(tmp_path: Path) -> None:
     assert c.remove_topic_offsets("u") == 2
     assert set(c.groups) == {"g"} and set(c.groups["g"].offsets) == {("t", 0)}
     topics.logs.close()
+
+
+def test_first_group_creates_its_partition_now_and_the_rest_on_the_executor(
+        tmp_path: Path) -> None:
+    """FindCoordinator / a join / a commit must not create all the partitions'
+    logs on the event loop: the group's partition at once, the others on the
+    store's executor; a restart sees the whole topic either way."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    topics = registry(tmp_path)
+    config = CoordinatorConfig(offsets_topic_num_partitions=5)
+    c = GroupCoordinator(topics, config, time_ms=Clock())
+    pending = []
+
+    class Deferred(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # run later, when the test says so
+            pending.append((fn, args, kwargs))
+            return super().submit(lambda: None)
+
+    with Deferred(max_workers=1) as executor:
+        c.store.executor = executor
+        p = c.store.ensure_group("g")
+        assert topics.get(OFFSETS_TOPIC).partitions == 5
+        present = [q for q in range(5) if topics.logs.get_log(OFFSETS_TOPIC, q)]
+        assert present == [p]
+        fn, args, kwargs = pending.pop()
+        fn(*args, **kwargs)
+    assert all(topics.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
+    topics.logs.close()
+
+    again = registry(tmp_path)
+    assert again.get(OFFSETS_TOPIC).partitions == 5
+    assert all(again.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
+    again.logs.close()
+
+
+def test_partitions_left_missing_are_created_on_restart(tmp_path: Path) -> None:
+    topics = registry(tmp_path)
+    topics.create(OFFSETS_TOPIC, 5, {"cleanup.policy": "compact"}, only=(3,))
+    topics.logs.close()
+    again = registry(tmp_path)
+    assert again.get(OFFSETS_TOPIC).partitions == 5
+    assert all(again.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
+    again.logs.close()
