@@ -18,33 +18,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-
-import confluent_kafka as ck
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_metrics import produce_rate as bare_rate  # noqa: E402
 from bench_metrics import start_broker  # noqa: E402
 
+# The settings of bench_metrics.produce_rate (the bare loop), for the tool too.
 SETTINGS = {"acks": "1", "linger.ms": "5"}
-
-
-def bare_rate(bootstrap: str, topic: str, count: int, size: int) -> float:
-    producer = ck.Producer({"bootstrap.servers": bootstrap, **SETTINGS})
-    producer.list_topics(topic, timeout=30)
-    value = os.urandom(size)
-    produce, poll = producer.produce, producer.poll
-    start = time.monotonic()
-    for i in range(count):
-        while True:
-            try:
-                produce(topic, value)
-                break
-            except BufferError:
-                poll(0.001)
-        if i % 1000 == 0:
-            poll(0)
-    producer.flush(120)
-    return count / (time.monotonic() - start)
 
 
 def tool_rate(bootstrap: str, topic: str, count: int, size: int, out: str) -> float:
