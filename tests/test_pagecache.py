@@ -74,6 +74,28 @@ def test_writeback_starts_without_waiting(fd: int) -> None:
     assert pc.cached_fraction(fd) == 1.0  # write-back does not evict
 
 
+def test_background_writeback_outlives_the_callers_fd(tmp_path: Path) -> None:
+    # The log rolls a segment and may close it (topic deleted) before the
+    # worker runs: the worker writes back through its own dup of the fd.
+    path = tmp_path / "rolled"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    os.pwrite(fd, b"y" * 65536, 0)
+    done = pc.writeback_in_background(fd)
+    os.close(fd)
+    assert done.result(timeout=30) is None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        assert os.pread(fd, 65536, 0) == b"y" * 65536
+    finally:
+        os.close(fd)
+
+
+def test_background_writeback_of_a_bad_fd_raises_at_once() -> None:
+    with pytest.raises(OSError):
+        pc.writeback_in_background(987654)
+
+
 def test_unaligned_and_partial_ranges(fd: int) -> None:
     # 2 bytes straddling a page boundary touch two pages.
     assert pc.resident_pages(fd, pc.PAGE_SIZE - 1, 2) == (2, 2)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from pylog._native import pagecache as _native
 
@@ -25,6 +27,35 @@ def writeback(fd: int, offset: int = 0, length: int = 0) -> None:
     Not a durability point (no metadata, no wait): ``fdatasync`` is.
     """
     _native.sync_file_range(fd, offset, length, _native.SYNC_FILE_RANGE_WRITE)
+
+
+_background: ThreadPoolExecutor | None = None
+_background_lock = threading.Lock()
+
+
+def writeback_in_background(fd: int, offset: int = 0, length: int = 0) -> Future:
+    """:func:`writeback` on a worker thread, on its own dup of ``fd``.
+
+    Starting write-back of a rolled 1 GiB segment submits every dirty page for
+    I/O and takes hundreds of milliseconds of the caller's time: on the event
+    loop that stalled every connection.  Kafka likewise flushes a rolled
+    segment from a background thread.  The dup keeps the file open even if
+    the segment is closed or deleted before the worker gets to it.
+    """
+    global _background
+    with _background_lock:
+        if _background is None:
+            _background = ThreadPoolExecutor(max_workers=1,
+                                             thread_name_prefix="pylog-writeback")
+    own = os.dup(fd)
+
+    def run() -> None:
+        try:
+            writeback(own, offset, length)
+        finally:
+            os.close(own)
+
+    return _background.submit(run)
 
 
 def drop_cache(fd: int, offset: int = 0, length: int = 0) -> None:

@@ -227,8 +227,9 @@ class Log:
 
         The old one gets its final time index entry and trimmed indexes, and
         its dirty pages are handed to the kernel for write-back right away
-        (sync_file_range, non-blocking) so the later fsync that advances the
-        recovery point finds little left to write.
+        (sync_file_range, on a background thread: submitting a whole segment
+        takes its caller hundreds of milliseconds) so the later fsync that
+        advances the recovery point finds little left to write.
         """
         with self._lock:
             self._check_open()
@@ -237,7 +238,7 @@ class Log:
                 return active  # an empty segment at this offset already exists
             active.on_become_inactive()
             active.last_read_ms = self.time_ms()  # the tail until now: not cold yet
-            pagecache.writeback(active.fd, 0, active.size)
+            pagecache.writeback_in_background(active.fd, 0, active.size)
             segment = LogSegment(self.dir, self._next_offset, self.config, self.backend,
                                  self.time_ms)
             self._segments.append(segment)
