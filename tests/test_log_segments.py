@@ -192,3 +192,47 @@ def test_roll_by_time_and_full_index(tmp_path):
     assert len(lg.segments) > 3
     assert all(s.offset_index.entries <= 8 for s in lg.segments)
     lg.close()
+
+
+def _allocated(path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def test_blocks_reserved_ahead_of_appends_are_given_back(tmp_path):
+    # The active segment allocates disk blocks ahead of its appends without
+    # growing the file (fallocate KEEP_SIZE): the file size is always the
+    # data's size, and the blocks past it are returned at roll and at close.
+    lg = open_log(tmp_path, segment_bytes=8 << 20)
+    for i in range(100):
+        lg.append(batch(1_000 + i, 20_000))
+    first = lg.segments[0]
+    path = first.log_path
+    size = os.stat(path).st_size
+    assert size == first.size
+    if not first._can_reserve:
+        pytest.skip("this filesystem cannot allocate blocks past the end of a file")
+    assert _allocated(path) > size + 8192  # a reserve past the end
+    while len(lg.segments) == 1:
+        lg.append(batch(5_000, 20_000))
+    assert os.stat(path).st_size == first.size
+    assert _allocated(path) < first.size + 64 * 1024  # given back at roll
+    active = lg.segments[-1].log_path
+    lg.close()
+    assert _allocated(active) < os.stat(active).st_size + 64 * 1024  # and at close
+    reopened = open_log(tmp_path, segment_bytes=8 << 20)
+    assert reopened.log_end_offset == lg.log_end_offset
+    reopened.close()
+
+
+def test_truncation_drops_the_reserve_with_the_data(tmp_path):
+    lg = open_log(tmp_path, segment_bytes=8 << 20)
+    for i in range(50):
+        lg.append(batch(1_000 + i, 20_000))
+    lg.truncate_to(10)
+    seg = lg.segments[-1]
+    assert os.stat(seg.log_path).st_size == seg.size
+    assert _allocated(seg.log_path) < seg.size + 64 * 1024
+    r = lg.append(batch(9_000, 20_000))  # appends after a truncation reserve again
+    assert r.base_offset == 10
+    assert [b.base_offset for b in read_batches(seg.log_path.read_bytes())][-1] == 10
+    lg.close()

@@ -29,6 +29,14 @@ def writeback(fd: int, offset: int = 0, length: int = 0) -> None:
     _native.sync_file_range(fd, offset, length, _native.SYNC_FILE_RANGE_WRITE)
 
 
+def reserve(fd: int, offset: int, length: int) -> bool:
+    """Allocate the file's disk blocks for the range without changing its size
+    (fallocate with FALLOC_FL_KEEP_SIZE): appends into them then skip the
+    filesystem's per-block allocation work.  False where the filesystem cannot
+    or the disk is full; ``ftruncate`` to the current size gives them back."""
+    return _native.reserve(fd, offset, length)
+
+
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
 
