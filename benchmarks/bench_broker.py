@@ -11,11 +11,14 @@ memory, so it shows what the clients themselves can do):
 * producer throughput, records of 100 B and 1 KiB, acks=1 and acks=all,
   linger.ms=5, from two clients in turn: confluent-kafka (in this process)
   and kcat (``kcat -P -l file``, a pre-generated file of records);
-* consumer throughput (confluent-kafka with fetch.queue.backoff.ms=10, and
-  kcat -C -e).  The mock keeps only 5 MiB per partition, so consumer runs
-  read 4 partitions of at most 4 MiB each, several passes;
+* consumer throughput: confluent-kafka (fetch.queue.backoff.ms=10, otherwise
+  librdkafka's default fetch sizes; a new consumer per pass, each reading 8
+  topics) and kcat -C -c (one topic, a process per pass).  The mock keeps only
+  5 MiB per partition, so every partition holds at most 4 MiB;
 * broker CPU seconds per GB produced and per GB fetched: utime+stime from
-  /proc/<pid>/stat of the pylog process and of the mock's host process;
+  /proc/<pid>/stat of the pylog process and of the mock's host process; beside
+  them, the CPU this script spends writing as many bytes to a new file with
+  plain ``write`` (the page-cache floor a storing broker cannot go under);
 * produce latency p50/p99/p99.9 at a fixed 50,000 records/s (librdkafka's
   own per-message latency: produce() to delivery report);
 * before anything is measured, each broker is asked for the consumers' group
@@ -24,8 +27,11 @@ memory, so it shows what the clients themselves can do):
   sends with sendfile (page cache -> socket, never in Python) against the
   bytes it sends from its own buffers (sendmsg/send/write: headers, framing).
 
-Everything ends in ONE table.  Timings on a shared machine are noisy; the
-ratios (pylog/mock) and CPU s/GB are the numbers to compare.
+Everything ends in ONE table.  Timings on a shared 2-core VM swing by 10-20%
+from run to run, so every produce and consume row is run ``--repeat`` times
+(3 by default), pylog and the mock alternating, and the table gives each
+broker's medians; the ratios (pylog/mock) and CPU s/GB are the numbers to
+compare.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,6 +56,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 4  # the mock auto-creates topics with 4 partitions; pylog topics match
 MOCK_KEEPS = 5 * 1024 * 1024  # bytes per partition the mock retains
+CONSUME_TOPICS = 8  # the confluent consumer reads 8 topics x 4 partitions x ~4 MiB a pass
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 GROUP = "bench"  # the consumers' group.id (librdkafka looks up its coordinator)
 
@@ -195,6 +203,26 @@ def produce_kcat(target: Target, topic: str, path: str, acks: str) -> float:
     return time.perf_counter() - started
 
 
+def raw_write_cpu(folder: str, nbytes: int) -> float:
+    """CPU seconds per GB of writing ``nbytes`` to a new file in ``folder`` with
+    1 MiB ``os.write`` calls: what storing the produced bytes in the page cache
+    costs on its own on this machine, in its current state (no network, no
+    validation, no fsync).  The reference for the produce rows' CPU column."""
+    chunk = os.urandom(1 << 20)
+    path = os.path.join(folder, "raw-write-reference")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        started = time.thread_time()
+        left = nbytes
+        while left > 0:
+            left -= os.write(fd, chunk[:min(left, len(chunk))])
+        cpu = time.thread_time() - started
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return cpu / (nbytes / 1e9)
+
+
 def fill_for_consume(target: Target, topic: str, size: int) -> int:
     """Records per partition, under the mock's 5 MiB, written to every partition."""
     per_partition = int(MOCK_KEEPS * 0.8) // (size + 20)
@@ -213,14 +241,18 @@ def fill_for_consume(target: Target, topic: str, size: int) -> int:
     return per_partition
 
 
-def consume_confluent(target: Target, topic: str, per_partition: int, passes: int) -> float:
-    total = per_partition * PARTITIONS
+def consume_confluent(target: Target, topics: list[str], per_partition: int,
+                      passes: int) -> float:
+    """``passes`` reads of every partition of ``topics``, a new consumer per
+    pass; librdkafka's fetch sizes are its defaults (fetch.max.bytes 50 MiB,
+    max.partition.fetch.bytes 1 MiB)."""
+    total = per_partition * PARTITIONS * len(topics)
     elapsed = 0.0
     for _ in range(passes):
         c = ck.Consumer({"bootstrap.servers": target.bootstrap, "group.id": GROUP,
-                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
-                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 4194304})
-        c.assign([ck.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
+        c.assign([ck.TopicPartition(topic, p, 0) for topic in topics
+                  for p in range(PARTITIONS)])
         got = 0
         started = time.perf_counter()
         while got < total:
@@ -234,12 +266,17 @@ def consume_confluent(target: Target, topic: str, per_partition: int, passes: in
     return elapsed
 
 
-def consume_kcat(target: Target, topic: str, per_partition: int, passes: int) -> float:
+def consume_kcat(target: Target, topics: list[str], per_partition: int, passes: int) -> float:
+    topic = topics[0]  # kcat -C reads one topic (several only as a -G group member)
+    # -c (exit after that many records), not -e: -e waits for an empty fetch
+    # at the end of every partition, i.e. fetch.wait.max.ms (500 ms) per pass,
+    # which would be most of what a pass measures.
+    total = per_partition * PARTITIONS
     elapsed = 0.0
     for _ in range(passes):
         started = time.perf_counter()
         out = subprocess.run(["kcat", "-C", "-b", target.bootstrap, "-t", topic, "-o",
-                              "beginning", "-e", "-q", "-f", "x"],
+                              "beginning", "-c", str(total), "-q", "-f", "x"],
                              check=True, capture_output=True, timeout=600).stdout
         elapsed += time.perf_counter() - started
         if len(out) != per_partition * PARTITIONS:
@@ -285,13 +322,27 @@ def latency(target: Target, topic: str, rate: int, seconds: float, size: int) ->
     return sorted(lat)
 
 
+def medians(runs: dict[str, list]) -> dict[str, object]:
+    """Per broker, the median records/s and the median CPU s/GB of its runs
+    (each taken on its own); for "write", the median of the floor runs."""
+    out: dict[str, object] = {}
+    for name, values in runs.items():
+        if name == "write":
+            out[name] = statistics.median(values)
+        else:
+            out[name] = (statistics.median(v[0] for v in values),
+                         statistics.median(v[1] for v in values))
+    return out
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def zero_copy_share(target: Target, topic: str, per_partition: int) -> tuple[int, int] | None:
+def zero_copy_share(target: Target, topics: list[str],
+                    per_partition: int) -> tuple[int, int] | None:
     """(bytes sent by sendfile, bytes sent from buffers) by pylog during a consume."""
     if shutil.which("strace") is None:
         return None
@@ -304,7 +355,7 @@ def zero_copy_share(target: Target, topic: str, per_partition: int) -> tuple[int
     time.sleep(1.0)
     if trace.poll() is not None:
         return None
-    consume_confluent(target, topic, per_partition, 1)
+    consume_confluent(target, topics, per_partition, 1)
     time.sleep(0.3)
     trace.terminate()
     _, err = trace.communicate(timeout=30)
@@ -331,9 +382,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--acks", default="1,all")
     parser.add_argument("--rate", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="rounds per row, the brokers alternating (default 3; --quick 1)")
     args = parser.parse_args()
     records = args.records or (100_000 if args.quick else 1_000_000)
     passes = 2 if args.quick else 5
+    repeat = args.repeat or (1 if args.quick else 3)
     lat_seconds = 3.0 if args.quick else 10.0
     sizes = [int(s) for s in args.sizes.split(",")]
     acks_list = args.acks.split(",")
@@ -341,7 +395,8 @@ def main() -> None:
     clients = ["confluent"] + (["kcat"] if have_kcat else [])
     print(f"confluent-kafka {version('confluent-kafka')} (librdkafka {ck.libversion()[0]}), "
           f"kcat: {'yes' if have_kcat else 'not installed'}; {records:,} records per producer "
-          f"run, linger.ms=5, {PARTITIONS} partitions, {os.cpu_count()} CPUs", flush=True)
+          f"run, linger.ms=5, {PARTITIONS} partitions, {os.cpu_count()} CPUs; medians of "
+          f"{repeat} alternating rounds per row", flush=True)
     rows: list[tuple] = []
     with tempfile.TemporaryDirectory(prefix="pylog-bench-") as data:
         files = {}
@@ -363,43 +418,55 @@ def main() -> None:
             for size in sizes:
                 for acks in acks_list:
                     for client in clients:
-                        result = {}
-                        for t in targets:
-                            run_id += 1
-                            topic = f"p{run_id}"
-                            make_topic(t, topic)
-                            before = cpu_seconds(t.pid)
-                            if client == "confluent":
-                                secs = produce_confluent(t, topic, records, size, acks)
-                            else:
-                                secs = produce_kcat(t, topic, files[size], acks)
-                            cpu = cpu_seconds(t.pid) - before
-                            result[t.name] = (records / secs, cpu / (records * size / 1e9))
-                            drop_topic(t, topic)
-                            print(f"  produce {client} {size}B acks={acks} {t.name}: "
-                                  f"{records / secs:,.0f} rec/s", file=sys.stderr, flush=True)
-                        rows.append(("produce", client, size, acks, result))
+                        runs: dict[str, list] = {t.name: [] for t in targets}
+                        runs["write"] = []
+                        for _ in range(repeat):  # rounds alternate the brokers
+                            for t in targets:
+                                run_id += 1
+                                topic = f"p{run_id}"
+                                make_topic(t, topic)
+                                before = cpu_seconds(t.pid)
+                                if client == "confluent":
+                                    secs = produce_confluent(t, topic, records, size, acks)
+                                else:
+                                    secs = produce_kcat(t, topic, files[size], acks)
+                                cpu = cpu_seconds(t.pid) - before
+                                runs[t.name].append((records / secs,
+                                                     cpu / (records * size / 1e9)))
+                                drop_topic(t, topic)
+                                print(f"  produce {client} {size}B acks={acks} {t.name}: "
+                                      f"{records / secs:,.0f} rec/s", file=sys.stderr,
+                                      flush=True)
+                            # After both brokers, so the page cache is in the
+                            # state the next pylog run will meet, not fresher.
+                            runs["write"].append(raw_write_cpu(data, records * size))
+                        rows.append(("produce", client, size, acks, medians(runs)))
             share = None
             for size in sizes:
                 per = {}
                 for t in targets:
-                    run_id += 1
-                    topic = f"c{run_id}"
-                    make_topic(t, topic)
-                    per[t.name] = (topic, fill_for_consume(t, topic, size))
+                    topics = []
+                    for _ in range(CONSUME_TOPICS):
+                        run_id += 1
+                        topics.append(f"c{run_id}")
+                        make_topic(t, topics[-1])
+                        per_partition = fill_for_consume(t, topics[-1], size)
+                    per[t.name] = (topics, per_partition)
                 for client in clients:
-                    result = {}
-                    for t in targets:
-                        topic, per_partition = per[t.name]
-                        before = cpu_seconds(t.pid)
-                        fn = consume_confluent if client == "confluent" else consume_kcat
-                        secs = fn(t, topic, per_partition, passes)
-                        cpu = cpu_seconds(t.pid) - before
-                        n = per_partition * PARTITIONS * passes
-                        result[t.name] = (n / secs, cpu / (n * size / 1e9))
-                        print(f"  consume {client} {size}B {t.name}: {n / secs:,.0f} rec/s",
-                              file=sys.stderr, flush=True)
-                    rows.append(("consume", client, size, "-", result))
+                    runs = {t.name: [] for t in targets}
+                    for _ in range(repeat):
+                        for t in targets:
+                            topics, per_partition = per[t.name]
+                            read = topics if client == "confluent" else topics[:1]
+                            before = cpu_seconds(t.pid)
+                            fn = consume_confluent if client == "confluent" else consume_kcat
+                            secs = fn(t, read, per_partition, passes)
+                            cpu = cpu_seconds(t.pid) - before
+                            n = per_partition * PARTITIONS * len(read) * passes
+                            runs[t.name].append((n / secs, cpu / (n * size / 1e9)))
+                            print(f"  consume {client} {size}B {t.name}: {n / secs:,.0f} rec/s",
+                                  file=sys.stderr, flush=True)
+                    rows.append(("consume", client, size, "-", medians(runs)))
                 if size == max(sizes):
                     share = zero_copy_share(pylog, *per["pylog"])
             lat = {}
@@ -415,26 +482,27 @@ def main() -> None:
     print()
     head = (f"| {'test':<8} | {'client':<9} | {'size':>5} | {'acks':>4} | {'pylog rec/s':>14} "
             f"| {'pylog MB/s':>10} | {'mock rec/s':>14} | {'mock MB/s':>9} | {'pylog/mock':>10} "
-            f"| {'pylog CPU s/GB':>14} | {'mock CPU s/GB':>13} |")
+            f"| {'pylog CPU s/GB':>14} | {'mock CPU s/GB':>13} | {'write() CPU s/GB':>16} |")
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     for test, client, size, acks, r in rows:
         (pr, pc), (mr, mc) = r["pylog"], r["mock"]
+        floor = f"{r['write']:.2f}" if "write" in r else ""
         print(f"| {test:<8} | {client:<9} | {size:>5} | {acks:>4} | {pr:>14,.0f} "
               f"| {pr * size / 1e6:>10.1f} | {mr:>14,.0f} | {mr * size / 1e6:>9.1f} "
-              f"| {pr / mr:>10.2f} | {pc:>14.2f} | {mc:>13.2f} |")
+              f"| {pr / mr:>10.2f} | {pc:>14.2f} | {mc:>13.2f} | {floor:>16} |")
     for q, label in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")):
         p, m = percentile(lat["pylog"], q), percentile(lat["mock"], q)
         print(f"| {'latency':<8} | {'confluent':<9} | {100:>5} | {'all':>4} | "
               f"{label + ' ' + format(p, '.2f') + ' ms':>14} | {'':>10} | "
               f"{label + ' ' + format(m, '.2f') + ' ms':>14} | {'':>9} | {p / m:>10.2f} "
-              f"| {'':>14} | {'':>13} |")
+              f"| {'':>14} | {'':>13} | {'':>16} |")
     if share is not None:
         zero, buffered = share
         total = zero + buffered
         print(f"| {'zerocopy':<8} | {'confluent':<9} | {max(sizes):>5} | {'-':>4} | "
               f"{format(zero / max(total, 1), '.2%') + ' sendfile':>14} | {'':>10} | {'':>14} | "
-              f"{'':>9} | {'':>10} | {'':>14} | {'':>13} |")
+              f"{'':>9} | {'':>10} | {'':>14} | {'':>13} | {'':>16} |")
         print(f"\nlatency: {args.rate:,} records/s for {lat_seconds:.0f} s, acks=all, "
               "librdkafka's produce-to-delivery time per message.")
         print(f"zerocopy: of {total / 1e6:.1f} MB the pylog process sent while serving a "
@@ -444,6 +512,11 @@ def main() -> None:
     print("CPU s/GB: broker process utime+stime per GB of record payload produced "
           "(produce rows) or fetched (consume rows); the mock's process hosts an idle "
           "client too.")
+    print("write() CPU s/GB: the same number of bytes written by this script to a new file "
+          "beside pylog's data (1 MiB os.write calls, measured after the row's two runs): "
+          "the page-cache cost any broker that stores the records pays and the in-memory "
+          "mock does not. On this VM a page the guest has not touched recently costs ~8x "
+          "one it reuses, so it swings with what ran before.")
     print(f"warm-up: before any measured run, each broker was asked for the coordinator of "
           f"group {GROUP!r} (pylog creates __consumer_offsets then, as Kafka on first use), "
           "so no consume row includes that one-off work.")
