@@ -10,6 +10,10 @@ A handler returns, or returns an awaitable of: ``None`` (no response: acks=0),
 ``bytes`` (a whole framed response), or a list of pieces from
 :func:`~pylog.net.framing.frame_parts` in which :class:`FileRegion` pieces are
 sent from their file with ``sendfile`` so record bytes never enter Python.
+
+Once the transport is closing (our close, the peer's reset, a failed write) no
+further request is started: the rest of a pipelined batch is dropped with the
+connection, and an awaitable a handler returned is closed, not left unawaited.
 """
 
 from __future__ import annotations
@@ -100,7 +104,9 @@ class Connection(asyncio.BufferedProtocol):
             self.close()
             return
         for frame in frames:
-            if self.closed:
+            if self._closing():
+                # A write failed on the way (the peer reset): the transport
+                # is going away and connection_lost will cancel every task.
                 return
             self._dispatch(frame)
 
@@ -143,11 +149,17 @@ class Connection(asyncio.BufferedProtocol):
             self.close()
             return
         if inspect.isawaitable(result):
+            if self._closing():
+                _discard(result)
+                return
             slot = _Slot()
             self._slots.append(slot)
             task = self._loop.create_task(self._await(slot, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            # Cancelled before its first step (the loop's shutdown cancels
+            # every task), _await never runs and never awaits ``result``.
+            task.add_done_callback(lambda t: t.cancelled() and _discard(result))
             self._update_reading()
         elif result is None:
             return  # nothing to send, nothing to wait for (acks=0)
@@ -172,8 +184,8 @@ class Connection(asyncio.BufferedProtocol):
             log.exception("request handler failed; closing connection from %s", self.peer)
             self.close()
             return
-        if self.closed:
-            return
+        if self._closing():
+            return  # connection_lost drops the queue
         # Sent now unless an earlier response is still pending: then it waits.
         slot.result = _pin(result) if slot is not self._slots[0] or self._sending else result
         slot.done = True
@@ -182,7 +194,7 @@ class Connection(asyncio.BufferedProtocol):
     def _pump(self) -> None:
         """Send every finished response at the head of the queue."""
         slots = self._slots
-        while slots and slots[0].done and not self._sending and not self.closed:
+        while slots and slots[0].done and not self._sending and not self._closing():
             result = slots.popleft().result
             if result is not None:
                 self._send(result)
@@ -219,6 +231,8 @@ class Connection(asyncio.BufferedProtocol):
                 transport.write(piece)
                 continue
             sent = self._try_sendfile(piece)
+            if self._closing():
+                return  # the socket failed: the caller releases the pieces
             if sent < piece.length:
                 # The socket is full or the data is not cached: finish the
                 # response asynchronously; later responses wait their turn.
@@ -247,6 +261,9 @@ class Connection(asyncio.BufferedProtocol):
                 sent += n
         except (BlockingIOError, InterruptedError):
             pass
+        except OSError as exc:  # EPIPE, ECONNRESET: the peer is gone
+            log.info("send to %s failed: %s", self.peer, exc)
+            self.close()
         return sent
 
     async def _send_rest(self, region: FileRegion, sent: int, rest: list) -> None:
@@ -294,6 +311,11 @@ class Connection(asyncio.BufferedProtocol):
             self.closed = True
             self.transport.close()
 
+    def _closing(self) -> bool:
+        """Closed, or the transport is on its way out (a failed write closes
+        it before connection_lost runs): no request may start any more."""
+        return self.closed or self.transport is None or self.transport.is_closing()
+
     @property
     def busy(self) -> bool:
         return bool(self._slots) or self._sending
@@ -301,8 +323,16 @@ class Connection(asyncio.BufferedProtocol):
     async def drain(self, timeout: float) -> None:
         """Wait until every request read so far is answered (graceful shutdown)."""
         deadline = self._loop.time() + timeout
-        while self.busy and not self.closed and self._loop.time() < deadline:
+        while self.busy and not self._closing() and self._loop.time() < deadline:
             await asyncio.sleep(0.01)
+
+
+def _discard(pending: Any) -> None:
+    """Close an awaitable that will never be awaited (a coroutine that never
+    ran would warn "never awaited"); one that ran to its end ignores this."""
+    close = getattr(pending, "close", None)
+    if close is not None:
+        close()
 
 
 def _pin(result: Any) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from pylog.errors import ProtocolError
@@ -112,12 +113,38 @@ class RequestRouter:
         if result is None or type(result) in _PLAIN:
             return result
         if inspect.isawaitable(result):
-            return self._finish(header, result)
+            return _Finish(header, result)
         return encode_response(key, version, header.correlation_id, result)
 
-    async def _finish(self, header: Any, pending: Any) -> Any:
-        result = await pending
+
+class _Finish:
+    """The response to a request whose handler returned an awaitable: that
+    result, encoded once it arrives.
+
+    An awaitable object rather than a coroutine: the connection closes one it
+    will never await (it went away first), and closing this closes the
+    handler's coroutine too -- closing a coroutine that never ran would leave
+    the one it was given unawaited ("coroutine '_park' was never awaited").
+    """
+
+    __slots__ = ("header", "pending")
+
+    def __init__(self, header: Any, pending: Any) -> None:
+        self.header = header
+        self.pending = pending
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        pending = self.pending
+        # A generator-based coroutine (types.coroutine) has no __await__.
+        result = yield from (pending.__await__() if hasattr(pending, "__await__") else pending)
         if result is None or type(result) in _PLAIN:
             return result
-        return encode_response(header.api_key, header.api_version, header.correlation_id, result)
+        header = self.header
+        return encode_response(header.api_key, header.api_version, header.correlation_id,
+                               result)
+
+    def close(self) -> None:
+        close = getattr(self.pending, "close", None)
+        if close is not None:
+            close()
 
