@@ -11,6 +11,12 @@ A handler returns, or returns an awaitable of: ``None`` (no response: acks=0),
 :func:`~pylog.net.framing.frame_parts` in which :class:`FileRegion` pieces are
 sent from their file with ``sendfile`` so record bytes never enter Python.
 
+While a request is in progress asynchronously (a fetch parked until data
+arrives, a read from a cold segment, a group join), the requests read after it
+wait, undispatched, until it is done: Kafka mutes a connection the same way (one
+request at a time per connection).  Without that, one client pipelining
+hundreds of fetches parked hundreds of waiters, and every append woke them all.
+
 Once the transport is closing (our close, the peer's reset, a failed write) no
 further request is started: the rest of a pipelined batch is dropped with the
 connection, and an awaitable a handler returned is closed, not left unawaited.
@@ -38,8 +44,9 @@ from pylog.net.framing import (
 
 log = logging.getLogger(__name__)
 
-# Stop reading a connection that has this many requests waiting for their turn
-# to answer (Kafka's queued.max.requests plays this role broker-wide).
+# Stop reading a connection that has this many requests waiting: held behind
+# one in progress, or answered and waiting for their turn to be sent (Kafka's
+# queued.max.requests plays this role broker-wide).
 MAX_QUEUED = 100
 
 
@@ -72,6 +79,8 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = False
         self._loop = asyncio.get_event_loop()
         self._slots: collections.deque[_Slot] = collections.deque()
+        self._held: collections.deque[bytearray] = collections.deque()  # read, not started
+        self._in_progress = False    # a request's handler returned an awaitable
         self._sending = False        # an async sendfile owns the socket
         self._read_paused = False
         self._write_paused = False
@@ -108,7 +117,12 @@ class Connection(asyncio.BufferedProtocol):
                 # A write failed on the way (the peer reset): the transport
                 # is going away and connection_lost will cancel every task.
                 return
-            self._dispatch(frame)
+            if self._in_progress:
+                self._held.append(frame)
+            else:
+                self._dispatch(frame)
+        if self._held:
+            self._update_reading()
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -123,6 +137,7 @@ class Connection(asyncio.BufferedProtocol):
         for slot in self._slots:
             release_parts(slot.result)
         self._slots.clear()
+        self._held.clear()
         if self.on_close is not None:
             self.on_close(self)
 
@@ -154,6 +169,7 @@ class Connection(asyncio.BufferedProtocol):
                 return
             slot = _Slot()
             self._slots.append(slot)
+            self._in_progress = True
             task = self._loop.create_task(self._await(slot, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -189,7 +205,17 @@ class Connection(asyncio.BufferedProtocol):
         # Sent now unless an earlier response is still pending: then it waits.
         slot.result = _pin(result) if slot is not self._slots[0] or self._sending else result
         slot.done = True
+        self._in_progress = False
         self._pump()
+        self._start_held()
+
+    def _start_held(self) -> None:
+        """Dispatch the requests held behind the one that just finished, in
+        order, until one of them is in progress in turn."""
+        held = self._held
+        while held and not self._in_progress and not self._closing():
+            self._dispatch(held.popleft())
+        self._update_reading()
 
     def _pump(self) -> None:
         """Send every finished response at the head of the queue."""
@@ -203,7 +229,8 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        should_pause = self._write_paused or len(self._slots) >= MAX_QUEUED
+        should_pause = (self._write_paused
+                        or len(self._slots) + len(self._held) >= MAX_QUEUED)
         if should_pause and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -318,7 +345,7 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def busy(self) -> bool:
-        return bool(self._slots) or self._sending
+        return bool(self._slots) or self._sending or bool(self._held)
 
     async def drain(self, timeout: float) -> None:
         """Wait until every request read so far is answered (graceful shutdown)."""

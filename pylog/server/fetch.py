@@ -114,7 +114,8 @@ def handle(broker: Broker, header: Any, body: Any) -> Any:
 def _respond(broker: Broker, header: Any, body: Any, topics: list[dict], size: int,
              errors: bool) -> Any:
     """The response when the first read is enough, else park the fetch."""
-    if size >= body.min_bytes or body.max_wait_ms <= 0 or errors or not body.topics:
+    if (size >= body.min_bytes or body.max_wait_ms <= 0 or errors or not body.topics
+            or broker.stopping):  # shutting down: answer, do not park
         if broker.metrics is not None:
             broker.metrics.fetched(size, topics, errors)
         return _encode(header, topics)
