@@ -29,9 +29,9 @@ memory, so it shows what the clients themselves can do):
 
 Everything ends in ONE table.  Timings on a shared 2-core VM swing by 10-20%
 from run to run, so every produce and consume row is run ``--repeat`` times
-(3 by default), pylog and the mock alternating, and the table gives each
-broker's medians; the ratios (pylog/mock) and CPU s/GB are the numbers to
-compare.
+(5 by default), pylog and the mock alternating (and which goes first), and
+the table gives each broker's medians; the ratios (pylog/mock) and CPU s/GB
+are the numbers to compare.
 """
 
 from __future__ import annotations
@@ -205,9 +205,9 @@ def produce_kcat(target: Target, topic: str, path: str, acks: str) -> float:
 
 def raw_write_cpu(folder: str, nbytes: int) -> float:
     """CPU seconds per GB of writing ``nbytes`` to a new file in ``folder`` with
-    1 MiB ``os.write`` calls: what storing the produced bytes in the page cache
-    costs on its own on this machine, in its current state (no network, no
-    validation, no fsync).  The reference for the produce rows' CPU column."""
+    1 MiB ``os.write`` calls, then deleting it: what storing the produced bytes
+    in the page cache costs on its own (no network, no validation, no fsync).
+    The reference for the produce rows' CPU column."""
     chunk = os.urandom(1 << 20)
     path = os.path.join(folder, "raw-write-reference")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -327,7 +327,7 @@ def medians(runs: dict[str, list]) -> dict[str, object]:
     (each taken on its own); for "write", the median of the floor runs."""
     out: dict[str, object] = {}
     for name, values in runs.items():
-        if name == "write":
+        if name in ("write", "fresh"):
             out[name] = statistics.median(values)
         else:
             out[name] = (statistics.median(v[0] for v in values),
@@ -383,11 +383,11 @@ def main() -> None:
     parser.add_argument("--acks", default="1,all")
     parser.add_argument("--rate", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=None,
-                        help="rounds per row, the brokers alternating (default 3; --quick 1)")
+                        help="rounds per row, the brokers alternating (default 5; --quick 1)")
     args = parser.parse_args()
     records = args.records or (100_000 if args.quick else 1_000_000)
     passes = 2 if args.quick else 5
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 5)
     lat_seconds = 3.0 if args.quick else 10.0
     sizes = [int(s) for s in args.sizes.split(",")]
     acks_list = args.acks.split(",")
@@ -419,9 +419,10 @@ def main() -> None:
                 for acks in acks_list:
                     for client in clients:
                         runs: dict[str, list] = {t.name: [] for t in targets}
-                        runs["write"] = []
-                        for _ in range(repeat):  # rounds alternate the brokers
-                            for t in targets:
+                        runs["fresh"], runs["write"] = [], []
+                        for round_ in range(repeat):
+                            # The brokers alternate, and which goes first too.
+                            for t in (targets if round_ % 2 == 0 else targets[::-1]):
                                 run_id += 1
                                 topic = f"p{run_id}"
                                 make_topic(t, topic)
@@ -437,8 +438,11 @@ def main() -> None:
                                 print(f"  produce {client} {size}B acks={acks} {t.name}: "
                                       f"{records / secs:,.0f} rec/s", file=sys.stderr,
                                       flush=True)
-                            # After both brokers, so the page cache is in the
-                            # state the next pylog run will meet, not fresher.
+                            # Twice: the first write takes pages this VM gave
+                            # back to its host (see below), the second reuses
+                            # the ones the first freed -- the state the next
+                            # pylog run meets, as it follows the second.
+                            runs["fresh"].append(raw_write_cpu(data, records * size))
                             runs["write"].append(raw_write_cpu(data, records * size))
                         rows.append(("produce", client, size, acks, medians(runs)))
             share = None
@@ -454,8 +458,8 @@ def main() -> None:
                     per[t.name] = (topics, per_partition)
                 for client in clients:
                     runs = {t.name: [] for t in targets}
-                    for _ in range(repeat):
-                        for t in targets:
+                    for round_ in range(repeat):
+                        for t in (targets if round_ % 2 == 0 else targets[::-1]):
                             topics, per_partition = per[t.name]
                             read = topics if client == "confluent" else topics[:1]
                             before = cpu_seconds(t.pid)
@@ -487,7 +491,7 @@ def main() -> None:
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     for test, client, size, acks, r in rows:
         (pr, pc), (mr, mc) = r["pylog"], r["mock"]
-        floor = f"{r['write']:.2f}" if "write" in r else ""
+        floor = f"{r['write']:.2f} ({r['fresh']:.2f})" if "write" in r else ""
         print(f"| {test:<8} | {client:<9} | {size:>5} | {acks:>4} | {pr:>14,.0f} "
               f"| {pr * size / 1e6:>10.1f} | {mr:>14,.0f} | {mr * size / 1e6:>9.1f} "
               f"| {pr / mr:>10.2f} | {pc:>14.2f} | {mc:>13.2f} | {floor:>16} |")
@@ -513,10 +517,12 @@ def main() -> None:
           "(produce rows) or fetched (consume rows); the mock's process hosts an idle "
           "client too.")
     print("write() CPU s/GB: the same number of bytes written by this script to a new file "
-          "beside pylog's data (1 MiB os.write calls, measured after the row's two runs): "
+          "beside pylog's data with 1 MiB os.write calls, then deleted, after each round: "
           "the page-cache cost any broker that stores the records pays and the in-memory "
-          "mock does not. On this VM a page the guest has not touched recently costs ~8x "
-          "one it reuses, so it swings with what ran before.")
+          "mock does not. This VM gives freed memory back to its host, and a page it has "
+          "to get back costs several times one it reuses: the number in brackets is the "
+          "first write (fresh pages), the other a second write right after (reused "
+          "pages, the state the next round's pylog run starts in).")
     print(f"warm-up: before any measured run, each broker was asked for the coordinator of "
           f"group {GROUP!r} (pylog creates __consumer_offsets then, as Kafka on first use), "
           "so no consume row includes that one-off work.")
