@@ -236,3 +236,27 @@ def test_truncation_drops_the_reserve_with_the_data(tmp_path):
     assert r.base_offset == 10
     assert [b.base_offset for b in read_batches(seg.log_path.read_bytes())][-1] == 10
     lg.close()
+
+
+def test_a_reserve_left_by_a_crash_is_given_back_at_close(tmp_path):
+    from pylog.io import pagecache
+
+    lg = open_log(tmp_path, segment_bytes=8 << 20)
+    for i in range(10):
+        lg.append(batch(1_000 + i, 20_000))
+    lg.close()
+    path = lg.segments[-1].log_path
+    size = os.stat(path).st_size
+    # What a process killed while appending leaves: blocks past the end.
+    fd = os.open(path, os.O_RDWR)
+    try:
+        if not pagecache.reserve(fd, size, 4 << 20):
+            pytest.skip("this filesystem cannot allocate blocks past the end of a file")
+    finally:
+        os.close(fd)
+    assert _allocated(path) > size + (1 << 20)
+    reopened = open_log(tmp_path, segment_bytes=8 << 20)
+    assert reopened.log_end_offset == 10
+    reopened.close()
+    assert os.stat(path).st_size == size
+    assert _allocated(path) < size + 64 * 1024

@@ -39,6 +39,7 @@ RECOVERY_WINDOW = 64 * 1024 * 1024
 # quarter of what it holds, within these bounds, never past segment.bytes.
 RESERVE_MIN = 1024 * 1024
 RESERVE_MAX = 16 * 1024 * 1024
+RESERVE_SLACK = 64 * 1024
 _BATCH_LENGTH = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
 _index_append = _native.index_append
@@ -66,8 +67,14 @@ class LogSegment:
         self._time_ms = time_ms
         self.log_path = self.dir / (file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._size = os.fstat(self._fd).st_size
-        self._reserved = self._size  # blocks allocated up to here (see _reserve)
+        st = os.fstat(self._fd)
+        self._size = st.st_size
+        # Blocks allocated up to here (see _reserve).  A segment that was
+        # active when the process died may still hold its reserve: counting
+        # it lets the next roll or close give it back.  (Block rounding and
+        # extent blocks are not a reserve: no truncate for those.)
+        allocated = st.st_blocks * 512
+        self._reserved = allocated if allocated > self._size + RESERVE_SLACK else self._size
         self._can_reserve = True
         self._rmap: mmap.mmap | None = None
         self.offset_index = OffsetIndex(
