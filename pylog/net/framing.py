@@ -90,7 +90,9 @@ class FrameBuffer:
                 continue
             # Incomplete: give the rest its own buffer and let the socket fill it.
             frame = _alloc_frame(size)  # not zero-filled: the socket fills it all
-            frame[:have] = self._view[start + 4:end]
+            # Through a memoryview: a bytearray slice assigned from another
+            # object's buffer is first copied into a temporary bytearray.
+            memoryview(frame)[:have] = self._view[start + 4:end]
             self._frame, self._fill = frame, have
             start = end = 0
             break
