@@ -23,3 +23,16 @@ def scan_dir(directory: Path) -> list[tuple[int, int, int, int, int, int]]:
             out.append((int(path.stem), info.position, info.base_offset, info.last_offset,
                         info.size, info.max_timestamp))
     return out
+
+
+def fs_type(path: Path) -> str:
+    """The file system type of ``path`` (/proc/self/mounts: the longest mount
+    point that prefixes the path wins)."""
+    best, fstype = "", "?"
+    real = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, mnt, typ, *_ = line.split()
+            if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
+                best, fstype = mnt, typ
+    return fstype

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from log_helpers import batch
+from log_helpers import batch, fs_type
 
 from pylog.io import pagecache
 from pylog.log import Log, LogConfig, LogManager
@@ -24,16 +24,6 @@ from pylog.log.config import ManagerConfig
 
 T0 = 1_000_000
 
-
-def _fs_type(path: Path) -> str:
-    best, fstype = "", "?"
-    real = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            _, mnt, typ, *_ = line.split()
-            if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
-                best, fstype = mnt, typ
-    return fstype
 
 
 def _filled_log(tmp_path: Path, clock: list[int], n: int = 40, size: int = 20_000,
@@ -86,7 +76,7 @@ def test_fetch_slice_is_cached(tmp_path):
     assert pagecache.cached_fraction(s.fd, s.position, s.length) > 0
     s.segment.drop_cache()  # unmaps first
     if pagecache.cached_fraction(s.fd, s.position, s.length) > 0.5:
-        pytest.skip(f"{_fs_type(tmp_path)} at {tmp_path} keeps pages after "
+        pytest.skip(f"{fs_type(tmp_path)} at {tmp_path} keeps pages after "
                     "POSIX_FADV_DONTNEED")
     assert not s.is_cached()
     os.pread(s.fd, s.length, s.position)
@@ -104,7 +94,7 @@ def test_read_is_cached_before_the_read_touches_data(tmp_path):
     lg.flush()
     cold.drop_cache()
     if pagecache.cached_fraction(cold.fd) > 0.5:
-        pytest.skip(f"{_fs_type(tmp_path)} at {tmp_path} keeps pages after "
+        pytest.skip(f"{fs_type(tmp_path)} at {tmp_path} keeps pages after "
                     "POSIX_FADV_DONTNEED")
     # Asking did not fault the pages in: the answer stays False until a read.
     assert not lg.read_is_cached(0, 1 << 20)
@@ -151,7 +141,7 @@ def test_drop_cold_cache_drops_flushed_idle_segments_only(tmp_path):
 
     fraction = pagecache.cached_fraction(cold.fd)
     if fraction > 0.5:
-        pytest.skip(f"{_fs_type(tmp_path)} at {tmp_path} keeps pages after "
+        pytest.skip(f"{fs_type(tmp_path)} at {tmp_path} keeps pages after "
                     f"POSIX_FADV_DONTNEED (cached fraction {fraction:.2f})")
     assert fraction < 0.1
     assert not first_slice.is_cached()

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from log_helpers import fs_type
 
 from pylog.io import pagecache as pc
 
@@ -22,17 +23,6 @@ def fd(tmp_path: Path) -> Iterator[int]:
     os.close(f)
 
 
-def _fs_type(path: Path) -> str:
-    # /proc/self/mounts: the longest mount point that prefixes the path wins.
-    best, fstype = "", "?"
-    real = os.path.realpath(path)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            _, mnt, typ, *_ = line.split()
-            if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
-                best, fstype = mnt, typ
-    return fstype
-
 
 def test_written_file_is_cached(fd: int) -> None:
     assert pc.cached_fraction(fd) == 1.0
@@ -43,7 +33,7 @@ def test_written_file_is_cached(fd: int) -> None:
 def test_drop_then_read_back(fd: int, tmp_path: Path) -> None:
     pc.drop_cache(fd)
     dropped = pc.cached_fraction(fd)
-    fstype = _fs_type(tmp_path)
+    fstype = fs_type(tmp_path)
     if dropped > 0.5:
         # tmpfs/ramfs pages are the file itself, and some overlay setups ignore
         # FADV_DONTNEED: only this assertion depends on a disk-backed fs.

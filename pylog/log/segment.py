@@ -104,6 +104,11 @@ class LogSegment:
         """Running values for the indexer, as Kafka derives them on open: the
         max timestamp from the time index's last entry, the next offset by
         scanning from the last offset index entry."""
+        self._reset_state(self.read_next_offset())
+
+    def _reset_state(self, next_offset: int) -> None:
+        """The indexer's running values from the indexes as they stand (on
+        open, after a truncation), with ``next_offset`` the next to append."""
         st = self._state
         last = self.time_index.last_entry
         st[_native.ST_MAX_TS] = last.timestamp
@@ -113,7 +118,7 @@ class LogSegment:
         st[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
         st[_native.ST_TIME_ENTRIES] = self.time_index.entries
         st[_native.ST_BYTES_SINCE] = 0
-        st[_native.ST_NEXT_OFFSET] = self.read_next_offset()
+        st[_native.ST_NEXT_OFFSET] = next_offset
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the segment base when empty)."""
@@ -504,16 +509,7 @@ class LogSegment:
         position, base, _ = mapping
         removed = self._size - position
         self._truncate_file(position)
-        st = self._state
-        last = self.time_index.last_entry
-        st[_native.ST_MAX_TS] = last.timestamp
-        st[_native.ST_OFFSET_OF_MAX_TS] = last.offset
-        st[_native.ST_TIME_LAST_TS] = last.timestamp
-        st[_native.ST_TIME_LAST_OFFSET] = last.offset
-        st[_native.ST_OFFSET_ENTRIES] = self.offset_index.entries
-        st[_native.ST_TIME_ENTRIES] = self.time_index.entries
-        st[_native.ST_BYTES_SINCE] = 0
-        st[_native.ST_NEXT_OFFSET] = base
+        self._reset_state(base)
         if self._size == 0:
             self.created_ms = self._time_ms()
             self._rolling_ts = None
