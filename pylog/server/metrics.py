@@ -172,17 +172,18 @@ class BrokerMetrics:
 
         return handle
 
-    def produced(self, responses: list[dict[str, Any]], body: Any) -> None:
+    def produced(self, responses: list[tuple[str, list[tuple]]],
+                 topics: list[tuple[str, list[tuple[int, Any]]]]) -> None:
         """After a produce request: partitions appended and failed (Kafka counts
-        Total/FailedProduceRequests per partition)."""
-        for t_resp, t_req in zip(responses, body.topic_data, strict=False):
-            for p_resp, p_req in zip(t_resp["partition_responses"], t_req.partition_data,
-                                     strict=False):
-                self.total_produce += 1
-                if p_resp["error_code"]:
+        Total/FailedProduceRequests per partition).  ``responses`` and ``topics``
+        are the native produce codec's tuples, in the same order."""
+        for (_, answers), (_, parts) in zip(responses, topics, strict=False):
+            self.total_produce += len(answers)
+            for answer, (_, records) in zip(answers, parts, strict=False):
+                if answer[1]:  # error code
                     self.failed_produce += 1
-                    if p_req.records is not None:
-                        self.bytes_rejected += len(p_req.records)
+                    if records is not None:
+                        self.bytes_rejected += len(records)
 
     def fetched(self, nbytes: int, topics: list[dict[str, Any]], failed: bool) -> None:
         """A fetch answered: its record bytes, its partitions, whether any failed."""

@@ -1,11 +1,15 @@
 """Produce: validate, stamp and append each partition's record set; answer per partition.
 
-The records field is a memoryview into the request frame, a writable
-bytearray, so the log stamps offsets in place and writes those same bytes: no
-copy and no per-record Python.  acks=0 gets no response; on a single node
-acks=1 and acks=all are both satisfied once the append returns (the ISR is this
-node), except that acks=all fails with NOT_ENOUGH_REPLICAS when the topic's
-min.insync.replicas asks for more replicas than one.
+The request is decoded and the response encoded in C
+(:mod:`pylog._native.produce_codec`, the generic codec's twin): on the
+busiest API the broker touches no per-struct Python objects, only a tuple per
+topic and per partition.  The records field is a memoryview into the request
+frame, a writable bytearray, so the log stamps offsets in place and writes
+those same bytes: no copy and no per-record Python.  acks=0 gets no response;
+on a single node acks=1 and acks=all are both satisfied once the append
+returns (the ISR is this node), except that acks=all fails with
+NOT_ENOUGH_REPLICAS when the topic's min.insync.replicas asks for more
+replicas than one.
 """
 
 from __future__ import annotations
@@ -13,6 +17,12 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
+from pylog._native.produce_codec import (
+    MAX_VERSION,
+    MIN_VERSION,
+    decode_produce_request,
+    encode_produce_response,
+)
 from pylog.errors import CorruptBatchError
 from pylog.log import RecordBatchTooLargeError
 from pylog.log.errors import LogClosedError
@@ -25,16 +35,20 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
-VERSIONS = (3, 11)
+VERSIONS = (MIN_VERSION, MAX_VERSION)
 _BATCH_LENGTH = struct.Struct(">i")  # after the 8-byte base offset
 
+# A partition's answer, in the order encode_produce_response takes it:
+# (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
+PartitionResponse = tuple[int, int, int, int, int, "str | None"]
 
-def _error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
-    return {"index": index, "error_code": code, "base_offset": -1,
-            "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message}
+
+def _error(index: int, code: int, message: str | None = None) -> PartitionResponse:
+    return (index, code, -1, -1, -1, message)
 
 
-def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> dict[str, Any]:
+def _append(broker: Broker, topic: str, index: int, records: Any,
+            acks: int) -> PartitionResponse:
     log = broker.logs.get_log(topic, index)
     if log is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -60,9 +74,7 @@ def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> 
         verdict = producers.check(batch)
         if verdict is not None:
             if type(verdict) is tuple:  # a retry of a batch already written
-                return {"index": index, "error_code": 0, "base_offset": verdict[0],
-                        "log_append_time_ms": verdict[1],
-                        "log_start_offset": log.log_start_offset, "error_message": None}
+                return (index, 0, verdict[0], verdict[1], log.log_start_offset, None)
             return _error(index, verdict)
     try:
         result = log.append(records)
@@ -81,31 +93,31 @@ def _append(broker: Broker, topic: str, index: int, records: Any, acks: int) -> 
         metrics.bytes_in += len(records)
         metrics.messages_in += result.last_offset - result.base_offset + 1
     broker.notify_append(topic, index)
-    return {"index": index, "error_code": 0, "base_offset": result.base_offset,
-            "log_append_time_ms": result.log_append_time,
-            "log_start_offset": log.log_start_offset, "error_message": None}
+    return (index, 0, result.base_offset, result.log_append_time, log.log_start_offset, None)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any] | None:
-    acks = body.acks
-    if body.transactional_id is not None:
+def handle_frame(broker: Broker, frame: bytearray) -> bytes | None:
+    """Answer a Produce request frame (v3-11): the framed response, or None for
+    acks=0.  Malformed frames raise ProtocolError (the router closes the
+    connection, as for any request that does not decode)."""
+    version, correlation_id, _, transactional_id, acks, _, topics = (
+        decode_produce_request(frame))
+    if transactional_id is not None:
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # no transactions yet
-        responses = [{"name": t.name, "partition_responses": [
-            _error(p.index, code) for p in t.partition_data]} for t in body.topic_data]
+        responses = [(name, [_error(index, code) for index, _ in parts])
+                     for name, parts in topics]
     elif acks not in (0, 1, -1):
-        responses = [{"name": t.name, "partition_responses": [
-            _error(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in t.partition_data]}
-            for t in body.topic_data]
+        responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
+                             for index, _ in parts]) for name, parts in topics]
     else:
-        responses = [{"name": t.name, "partition_responses": [
-            _append(broker, t.name, p.index, p.records, acks) for p in t.partition_data]}
-            for t in body.topic_data]
+        responses = [(name, [_append(broker, name, index, records, acks)
+                             for index, records in parts]) for name, parts in topics]
     if broker.metrics is not None:
-        broker.metrics.produced(responses, body)
+        broker.metrics.produced(responses, topics)
     if acks == 0:
         # No response to carry an error: Kafka closes the connection instead, so
         # the producer notices and refreshes its metadata.
-        if any(r["error_code"] for t in responses for r in t["partition_responses"]):
+        if any(p[1] for _, parts in responses for p in parts):
             raise CloseConnection("acks=0 produce failed")
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return encode_produce_response(version, correlation_id, responses)

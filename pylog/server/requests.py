@@ -7,6 +7,9 @@ response at that version with UNSUPPORTED_VERSION in its error codes (see
 :mod:`pylog.server.unsupported`).  Only a frame that does not decode (garbage,
 an unknown api key, a version past the schemas) closes the connection, with a
 log line giving the reason.
+
+Produce, the request that carries the data, skips the generic codec: its
+module decodes and encodes it natively from the frame (``handle_frame``).
 """
 
 from __future__ import annotations
@@ -71,17 +74,27 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets, create_
                    offset_fetch, list_groups, describe_groups, delete_groups, offset_delete)
 
 _PLAIN = (bytes, list)
+_PRODUCE_MIN, _PRODUCE_MAX = produce.VERSIONS
 
 
 class RequestRouter:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.handlers = {int(m.API_KEY): m.handle for m in HANDLER_MODULES}
+        self.handlers = {int(m.API_KEY): m.handle for m in HANDLER_MODULES
+                         if m is not produce}
         self.versions: dict[int, tuple[int, int]] = {
             int(m.API_KEY): m.VERSIONS for m in HANDLER_MODULES}
         self.peer: Any = None  # (host, port) of the request being dispatched
 
     def __call__(self, conn: Connection, frame: bytearray) -> Any:
+        # Api key 0 (Produce) at a version it serves: the native path.
+        if (len(frame) >= 8 and frame[0] == 0 and frame[1] == 0
+                and _PRODUCE_MIN <= (frame[2] << 8 | frame[3]) <= _PRODUCE_MAX):
+            try:
+                return produce.handle_frame(self.broker, frame)
+            except ProtocolError as exc:
+                log.warning("closing connection from %s: malformed request: %s", conn.peer, exc)
+                raise CloseConnection(f"malformed request: {exc}") from None
         try:
             header, body = decode_request(frame, allow_trailing=True)
         except UnsupportedVersionError as exc:
