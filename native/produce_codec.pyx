@@ -47,7 +47,7 @@ cdef struct Cursor:
 
 
 cdef int _fail(Cursor *c, str what) except -1:
-    raise ProtocolError(f"malformed request (api key 0 v{c.version}): {what}")
+    raise ProtocolError(f"Produce v{c.version}: {what}")
 
 
 cdef inline int _need(Cursor *c, Py_ssize_t size, str what) except -1:

@@ -352,3 +352,33 @@ def test_random_frames_never_kill_the_broker(broker) -> None:
                 c.send_raw(struct.pack(">i", len(junk)) + junk)
                 c.is_closed(1)  # closed, or an error answer: either is fine
             assert bystander.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+
+
+def test_malformed_produce_frames_close_and_append_nothing(start_broker, topic) -> None:
+    """Produce is decoded in C (``pylog._native.produce_codec``): a frame that
+    does not decode closes the connection with a log line, and nothing of it is
+    appended, not even a partition that came whole before the damage (the whole
+    frame is decoded before any partition is appended)."""
+    b = start_broker()
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            topic, 0, batch()))).error_code == 0
+    for version in (3, 8, 9, 11):
+        body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch()}]},
+            {"name": topic, "partition_data": [{"index": 0, "records": batch()}]}]}
+        whole = encode_request(ApiKey.PRODUCE, version, body, 7)
+        empty = encode_request(ApiKey.PRODUCE, version, {**body, "topic_data": []}, 7)
+        absurd = (empty[:-4] + b"\x7f\xff\xff\xff" if version < 9  # 2^31-1 topics
+                  else empty[:-2] + b"\xff\xff\xff\xff\x07\x00")
+        for frame in (whole[:-20], absurd):  # the second topic's records cut short
+            with RawClient(b.bootstrap) as c:
+                c.send_raw(struct.pack(">i", len(frame)) + frame)
+                assert c.is_closed()
+    with RawClient(b.bootstrap) as c:
+        assert latest_offset(c, topic) == 3
+        r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch()))
+        assert partition_response(r).error_code == 0 and partition_response(r).base_offset == 3
+    assert b.stop() == 0
+    assert "".join(b.output).count("malformed request") == 8
