@@ -7,6 +7,10 @@ record batches in place, so the frame must be mutable and must not be copied
 again).  Small frames are cut out of a shared staging buffer (one small copy);
 a frame larger than what arrived so far gets a buffer of its exact size that the
 socket fills directly, so a 1 MB produce request is never copied in Python.
+After a large frame the next read asks for its size prefix alone: a producer
+that sent one large request usually sends another, and its bytes then go
+straight into their own buffer instead of through the staging buffer (the
+64 KiB copy was 2% of the broker's CPU on 300 KB produce requests).
 
 :class:`FileRegion` is the send side's placeholder for bytes that go from a
 segment file to the socket with ``sendfile``: the protocol encoder takes it for
@@ -42,7 +46,8 @@ class FrameTooLargeError(Exception):
 class FrameBuffer:
     """Receive buffers and frame splitting for one connection."""
 
-    __slots__ = ("max_size", "_stage", "_view", "_start", "_end", "_frame", "_fill")
+    __slots__ = ("max_size", "_stage", "_view", "_start", "_end", "_frame", "_fill",
+                 "_expect_large")
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
@@ -52,12 +57,15 @@ class FrameBuffer:
         self._end = 0    # end of received bytes in the staging buffer
         self._frame: bytearray | None = None  # a large frame being filled directly
         self._fill = 0
+        self._expect_large = False  # the last frame did not fit the staging buffer
 
     def get_buffer(self) -> memoryview:
         """Where the next bytes from the socket go."""
         frame = self._frame
         if frame is not None:
             return memoryview(frame)[self._fill:]
+        if self._expect_large and self._start == self._end == 0:
+            return self._view[:4]  # the size prefix; the frame then gets its own buffer
         if self._end == len(self._stage):
             # Move the partial header to the front; same-size slice assignment
             # never resizes, so the exported views stay valid.
@@ -75,6 +83,7 @@ class FrameBuffer:
             if self._fill < len(self._frame):
                 return frames
             frames.append(self._frame)
+            self._expect_large = len(self._frame) >= STAGING_BYTES
             self._frame = None
             return frames
         self._end += nbytes
@@ -87,6 +96,7 @@ class FrameBuffer:
             if have >= size:
                 frames.append(stage[start + 4:start + 4 + size])  # bytearray: a copy
                 start += 4 + size
+                self._expect_large = False
                 continue
             # Incomplete: give the rest its own buffer and let the socket fill it.
             frame = _alloc_frame(size)  # not zero-filled: the socket fills it all

@@ -37,6 +37,25 @@ def test_frames_split_anywhere(chunk: int) -> None:
     assert all(type(f) is bytearray for f in frames)  # writable: produce stamps in place
 
 
+def test_after_a_large_frame_the_next_read_is_its_size_prefix() -> None:
+    """A large frame is usually followed by another: its bytes should go
+    straight into their own buffer, not through the staging buffer."""
+    fb = FrameBuffer(1 << 20)
+    assert len(fb.get_buffer()) == STAGING_BYTES
+    big = b"x" * (STAGING_BYTES * 2)
+    data = struct.pack(">i", len(big)) + big
+    assert [bytes(f) for f in feed(fb, data, 1 << 20)] == [big]
+    assert len(fb.get_buffer()) == 4  # only the next size prefix
+    buf = fb.get_buffer()
+    buf[:4] = struct.pack(">i", len(big))
+    assert fb.buffer_updated(4) == []
+    assert len(fb.get_buffer()) == len(big)  # the whole frame, straight into its buffer
+    assert [bytes(f) for f in feed(fb, big, 1 << 20)] == [big]
+    # A small frame after it: back to reading through the staging buffer.
+    assert [bytes(f) for f in feed(fb, struct.pack(">i", 3) + b"abc", 1 << 20)] == [b"abc"]
+    assert len(fb.get_buffer()) == STAGING_BYTES
+
+
 def test_oversized_size_rejected_before_allocation() -> None:
     fb = FrameBuffer(100)
     with pytest.raises(FrameTooLargeError):
