@@ -14,6 +14,8 @@ from pathlib import Path
 
 READY = "pylog broker: node"
 START_TIMEOUT_S = 30
+# The broker's event loops (PYLOG_EVENT_LOOP); the default is the first.
+EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 def free_port() -> int:
@@ -26,8 +28,9 @@ class BrokerProcess:
     """One broker node process; ``bootstrap`` is ``host:port``."""
 
     def __init__(self, log_dir: Path, *overrides: str, port: int | None = None,
-                 config: Path | None = None) -> None:
+                 config: Path | None = None, event_loop: str | None = None) -> None:
         self.log_dir = log_dir
+        self.event_loop = event_loop  # None: the broker's default
         self.config = config
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -43,8 +46,11 @@ class BrokerProcess:
             args += ["--config", str(self.config)]
         for item in self.overrides:
             args += ["--override", item]
+        env = dict(os.environ)
+        if self.event_loop is not None:
+            env["PYLOG_EVENT_LOOP"] = self.event_loop
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1)
+                                     text=True, bufsize=1, env=env)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)

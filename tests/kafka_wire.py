@@ -10,9 +10,13 @@ from pylog.protocol import ApiKey, decode_response, encode_request
 
 
 class RawClient:
-    def __init__(self, bootstrap: str, timeout: float = 10) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10, rcvbuf: int | None = None) -> None:
         host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.socket()
+        if rcvbuf is not None:  # before connecting, so the window is sized by it
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, int(port)))
         self.correlation_id = 0
 
     def close(self) -> None:

@@ -85,6 +85,7 @@ class Connection(asyncio.BufferedProtocol):
         self._read_paused = False
         self._write_paused = False
         self._sock_fd = -1
+        self._watch_fd = -1  # a dup of the socket's fd, to wait for it to be writable
         self._last_active = time.monotonic()
         self._idle_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -138,6 +139,10 @@ class Connection(asyncio.BufferedProtocol):
             release_parts(slot.result)
         self._slots.clear()
         self._held.clear()
+        if self._watch_fd >= 0:
+            self._loop.remove_writer(self._watch_fd)
+            os.close(self._watch_fd)
+            self._watch_fd = -1
         if self.on_close is not None:
             self.on_close(self)
 
@@ -308,7 +313,7 @@ class Connection(asyncio.BufferedProtocol):
                     # finds them cached and does not stall other connections.
                     await self._loop.run_in_executor(self.executor, _warm, piece.fd,
                                                      offset, count)
-                await self._loop.sendfile(self.transport, piece, offset, count, fallback=True)
+                await self._sendfile(piece.fd, offset, count)
         except (ConnectionError, OSError, RuntimeError) as exc:
             log.info("send to %s failed: %s", self.peer, exc)
             self.close()
@@ -318,6 +323,45 @@ class Connection(asyncio.BufferedProtocol):
             region.release()
             release_parts(rest)
         self._pump()
+
+    async def _sendfile(self, fd: int, offset: int, count: int) -> None:
+        """sendfile(2) ``count`` bytes of ``fd`` to the socket, after everything
+        the transport holds, waiting whenever the socket is full.
+
+        Written against the socket rather than ``loop.sendfile``: that one
+        exists only on asyncio's own selector loop, and the broker runs on
+        uvloop too.
+        """
+        while self.transport.get_write_buffer_size():  # earlier pieces go first
+            await self._writable()
+            if self._closing():
+                raise ConnectionError("connection closed")
+        while count > 0:
+            try:
+                n = os.sendfile(self._sock_fd, fd, offset, count)
+            except (BlockingIOError, InterruptedError):
+                await self._writable()
+                if self._closing():
+                    raise ConnectionError("connection closed") from None
+                continue
+            if n == 0:  # the file is shorter than the region: truncated meanwhile
+                raise ConnectionError(f"file ended {count} bytes before the region did")
+            offset += n
+            count -= n
+
+    async def _writable(self) -> None:
+        """Until the socket can take more bytes.  Watched through a dup of its
+        fd: a loop refuses a second watcher on a transport's own fd."""
+        if self._watch_fd < 0:
+            self._watch_fd = os.dup(self._sock_fd)
+        fd, loop = self._watch_fd, self._loop
+        ready = loop.create_future()
+        loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            if fd == self._watch_fd:  # not closed (and maybe reused) by connection_lost
+                loop.remove_writer(fd)
 
     # -- life cycle --------------------------------------------------------------
 

@@ -99,8 +99,8 @@ class BrokerMetrics:
 
     __slots__ = ("broker", "host", "port", "path", "bytes_in", "bytes_out", "messages_in",
                  "bytes_rejected", "failed_produce", "failed_fetch", "total_produce",
-                 "total_fetch", "requests", "time_sum_us", "time_buckets", "idle_ns",
-                 "started_ns", "_last_idle", "_server", "_selector", "_orig_select")
+                 "total_fetch", "requests", "time_sum_us", "time_buckets",
+                 "started_ns", "_last_idle", "_server")
 
     def __init__(self, broker: Broker, url: str) -> None:
         self.broker = broker
@@ -116,12 +116,11 @@ class BrokerMetrics:
         self.requests = [0] * MAX_API_KEY
         self.time_sum_us = [0] * MAX_API_KEY
         self.time_buckets: list[list[int] | None] = [None] * MAX_API_KEY
-        self.idle_ns = 0
         self.started_ns = time.monotonic_ns()
-        self._last_idle = (self.started_ns, 0)
+        # (wall clock, the loop thread's CPU time) at the last page: the
+        # network thread is idle whenever it is off the CPU.
+        self._last_idle = (self.started_ns, time.thread_time_ns())
         self._server: asyncio.base_events.Server | None = None
-        self._selector: Any = None
-        self._orig_select: Any = None
 
     @classmethod
     def create(cls, broker: Broker) -> BrokerMetrics | None:
@@ -196,10 +195,8 @@ class BrokerMetrics:
     # -- life cycle ---------------------------------------------------------------
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._time_select(loop)
         log.info("metrics at http://%s:%d%s", self.host, self.port, self.path)
 
     async def stop(self) -> None:
@@ -207,28 +204,6 @@ class BrokerMetrics:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
-        if self._selector is not None:
-            self._selector.select = self._orig_select
-            self._selector = None
-
-    def _time_select(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Time spent blocked in the selector is the loop's idle time (Kafka's
-        NetworkProcessorAvgIdlePercent); a wrapper on its select() measures it."""
-        selector = getattr(loop, "_selector", None)
-        if selector is None:
-            return
-        orig = selector.select
-        clock = time.monotonic_ns
-
-        def select(timeout: float | None = None) -> Any:
-            start = clock()
-            try:
-                return orig(timeout)
-            finally:
-                self.idle_ns += clock() - start
-
-        selector.select = select
-        self._selector, self._orig_select = selector, orig
 
     # -- the HTTP endpoint --------------------------------------------------------------
 
@@ -259,13 +234,16 @@ class BrokerMetrics:
     # -- the page ---------------------------------------------------------------
 
     def _idle_fraction(self) -> float:
-        now = time.monotonic_ns()
-        last_t, last_idle = self._last_idle
-        self._last_idle = (now, self.idle_ns)
+        """Kafka's NetworkProcessorAvgIdlePercent since the last page: the share
+        of wall time the event loop's thread (where the page is rendered) spent
+        off the CPU.  Any event loop, no hook in its selector."""
+        now, cpu = time.monotonic_ns(), time.thread_time_ns()
+        last_t, last_cpu = self._last_idle
+        self._last_idle = (now, cpu)
         span = now - last_t
-        if span <= 0 or self._selector is None:
+        if span <= 0:
             return 1.0
-        return min(max((self.idle_ns - last_idle) / span, 0.0), 1.0)
+        return min(max(1.0 - (cpu - last_cpu) / span, 0.0), 1.0)
 
     def render(self) -> str:
         out: list[str] = []

@@ -6,13 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_process import BrokerProcess, safe_name
+from broker_process import EVENT_LOOPS, BrokerProcess, safe_name
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker shared by the tests that only need default settings."""
-    b = BrokerProcess(tmp_path_factory.mktemp("broker-data")).start()
+@pytest.fixture(scope="session", params=EVENT_LOOPS)
+def broker(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker shared by the tests that only need default settings; once on
+    each event loop the broker runs on (uvloop, asyncio)."""
+    b = BrokerProcess(tmp_path_factory.mktemp(f"broker-data-{request.param}"),
+                      event_loop=request.param).start()
     yield b
     b.stop()
 
@@ -23,9 +26,9 @@ def start_broker(tmp_path: Path) -> Iterator:
     started: list[BrokerProcess] = []
 
     def start(*overrides: str, log_dir: Path | None = None, port: int | None = None,
-              config: Path | None = None) -> BrokerProcess:
+              config: Path | None = None, event_loop: str | None = None) -> BrokerProcess:
         b = BrokerProcess(log_dir or tmp_path / f"data-{len(started)}", *overrides,
-                          port=port, config=config).start()
+                          port=port, config=config, event_loop=event_loop).start()
         started.append(b)
         return b
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -13,9 +14,10 @@ from pylog.protocol import ApiKey
 ck = pytest.importorskip("confluent_kafka")
 
 
-def _broker_cli(*args: str) -> subprocess.CompletedProcess:
+def _broker_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pylog", "broker", *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_unknown_key_exits_2_naming_it(tmp_path) -> None:
@@ -33,6 +35,13 @@ def test_invalid_value_exits_2_naming_key(tmp_path) -> None:
     assert "num.partitions" in out.stderr
     out = _broker_cli("--override", "listeners=SSL://127.0.0.1:9093")
     assert out.returncode == 2 and "listeners" in out.stderr
+
+
+def test_unknown_event_loop_exits_2_naming_it(tmp_path) -> None:
+    out = _broker_cli("--override", f"log.dirs={tmp_path}",
+                      env={"PYLOG_EVENT_LOOP": "tornado"})
+    assert out.returncode == 2
+    assert "PYLOG_EVENT_LOOP='tornado'" in out.stderr and "uvloop" in out.stderr
 
 
 def test_config_file_and_override(start_broker, tmp_path) -> None:

@@ -8,6 +8,7 @@ import socket
 import struct
 
 import pytest
+from broker_process import EVENT_LOOPS
 from kafka_wire import RawClient, produce_body
 from test_broker_protocol import batch, fetch_body
 
@@ -38,8 +39,10 @@ def _send_and_reset(bootstrap: str, data: bytes, *, answered_first: bool = False
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
-def test_sigterm_with_parked_fetch_and_reset_clients_is_clean(start_broker, topic) -> None:
-    b = start_broker()
+@pytest.mark.parametrize("event_loop", EVENT_LOOPS)
+def test_sigterm_with_parked_fetch_and_reset_clients_is_clean(start_broker, topic,
+                                                              event_loop: str) -> None:
+    b = start_broker(event_loop=event_loop)
     empty, full = f"{topic}-empty", f"{topic}-data"
     client = admin.AdminClient({"bootstrap.servers": b.bootstrap})
     for future in client.create_topics([admin.NewTopic(empty, 1, 1),

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+from broker_process import EVENT_LOOPS
+
 from pylog.coordinator import GroupCoordinator, GroupState
 from pylog.coordinator import records as fmt
 from pylog.coordinator.coordinator import CoordinatorConfig, JoinRequest, OffsetCommit
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.log import LogConfig, LogManager
+from pylog.server.main import event_loop_factory
 from pylog.server.topics import TopicRegistry
 
 DAY_MS = 24 * 3600 * 1000
@@ -116,7 +120,9 @@ def test_offsets_of_empty_groups_expire(tmp_path: Path) -> None:
     topics.logs.close()
 
 
-def test_group_with_members_loads_stable_and_expires_only_when_empty(tmp_path: Path) -> None:
+@pytest.mark.parametrize("event_loop", EVENT_LOOPS)
+def test_group_with_members_loads_stable_and_expires_only_when_empty(tmp_path: Path,
+                                                                      event_loop: str) -> None:
     clock = Clock()
 
     async def scenario() -> None:
@@ -146,7 +152,8 @@ def test_group_with_members_loads_stable_and_expires_only_when_empty(tmp_path: P
         await again.stop()
         topics.logs.close()
 
-    asyncio.run(scenario())
+    with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
+        runner.run(scenario())
 
 
 def test_deleting_a_topic_removes_its_offsets(tmp_path: Path) -> None:
