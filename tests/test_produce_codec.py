@@ -21,6 +21,7 @@ from protocol_samples import sample_body
 
 from pylog._native import produce_codec
 from pylog.protocol import ApiKey, ProtocolError, decode_request, encode_request, encode_response
+from pylog.protocol.types import uvarint
 
 decode_produce_request = produce_codec.decode_produce_request
 encode_produce_response = produce_codec.encode_produce_response
@@ -75,15 +76,6 @@ def assert_same_outcome(frame: bytes | bytearray | memoryview) -> Any:
     generic = outcome(generic_decode, frame)
     assert native == generic, bytes(frame).hex()
     return native
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def tag_section(tags: dict[int, bytes]) -> bytes:
