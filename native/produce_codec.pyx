@@ -30,10 +30,15 @@ from pylog.errors import ProtocolError
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
-API_KEY = 0
-MIN_VERSION = 3  # record batches (magic 2): the only format pylog stores
-MAX_VERSION = 11
-cdef int FIRST_FLEXIBLE = 9  # compact lengths, tagged fields, header v2 / v1
+cdef enum:
+    _API_KEY = 0
+    _MIN_VERSION = 3  # record batches (magic 2): the only format pylog stores
+    _MAX_VERSION = 11
+    FIRST_FLEXIBLE = 9  # compact lengths, tagged fields, header v2 / v1
+
+API_KEY = _API_KEY
+MIN_VERSION = _MIN_VERSION
+MAX_VERSION = _MAX_VERSION
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -153,7 +158,9 @@ def decode_produce_request(frame):
     cdef Cursor c
     cdef bint flexible
     cdef int64_t n_topics, n_parts, size
-    cdef int32_t index
+    cdef int32_t index, correlation_id, timeout_ms
+    cdef int16_t acks
+    cdef int version
     cdef Py_ssize_t start
     PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE)
     try:
@@ -164,10 +171,10 @@ def decode_produce_request(frame):
         c.flexible = False
         if c.end < 8:
             raise ProtocolError(f"request of {c.end} bytes is shorter than a request header")
-        if _int16(&c) != API_KEY:
+        if _int16(&c) != _API_KEY:
             raise ValueError("not a Produce request")
         version = _int16(&c)
-        if not MIN_VERSION <= version <= MAX_VERSION:
+        if not _MIN_VERSION <= version <= _MAX_VERSION:
             raise ValueError(f"Produce v{version} has no native codec")
         c.version = version
         flexible = version >= FIRST_FLEXIBLE
@@ -310,7 +317,7 @@ def encode_produce_response(int version, object correlation_id, list responses,
     NodeEndpoints) are left at their defaults: one node never redirects a
     producer elsewhere.
     """
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if not _MIN_VERSION <= version <= _MAX_VERSION:
         raise ValueError(f"Produce v{version} has no native codec")
     cdef bint flexible = version >= FIRST_FLEXIBLE
     cdef int32_t cid = <int32_t>_int(correlation_id, 32)
