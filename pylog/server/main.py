@@ -16,8 +16,10 @@ log = logging.getLogger("pylog.broker")
 # The event loop: uvloop (libuv, in C) by default, asyncio's own selector loop
 # with PYLOG_EVENT_LOOP=asyncio.  Every loop-dependent part of the broker works
 # on both, and the tests run brokers on both.  uvloop runs the loop, the
-# transports and the read path in C: 13% less broker CPU per GB of 100-byte
-# records from the confluent-kafka producer (bench_broker's rows, alternated).
+# transports and the socket reads in C: the interpreter's share of the broker's
+# CPU falls from about 40% to 28% on 100-byte produce load, and
+# benchmarks/bench_event_loop.py measures 0-6% less broker CPU per GB there (at
+# 1 KiB the page cache dominates and the VM's swings hide any difference).
 EVENT_LOOPS = ("uvloop", "asyncio")
 
 
