@@ -18,8 +18,8 @@ log = logging.getLogger("pylog.broker")
 # on both, and the tests run brokers on both.  uvloop runs the loop, the
 # transports and the socket reads in C: the interpreter's share of the broker's
 # CPU falls from about 40% to 28% on 100-byte produce load, and
-# benchmarks/bench_event_loop.py measures 0-6% less broker CPU per GB there (at
-# 1 KiB the page cache dominates and the VM's swings hide any difference).
+# benchmarks/bench_event_loop.py measures 0-8% less broker CPU per GB there (3
+# runs; at 1 KiB the page cache dominates and the VM's swings hide any difference).
 EVENT_LOOPS = ("uvloop", "asyncio")
 
 
