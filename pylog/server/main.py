@@ -24,14 +24,20 @@ EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 def event_loop_factory(name: str | None = None) -> Callable[[], asyncio.AbstractEventLoop]:
-    """The new-loop function for ``name`` (default: $PYLOG_EVENT_LOOP, else uvloop)."""
-    name = name or os.environ.get("PYLOG_EVENT_LOOP") or "uvloop"
-    if name == "asyncio":
+    """The new-loop function for ``name`` (default: $PYLOG_EVENT_LOOP, else
+    uvloop where it is installed, else asyncio's)."""
+    chosen = name or os.environ.get("PYLOG_EVENT_LOOP")
+    if chosen == "asyncio":
         return asyncio.new_event_loop
-    if name == "uvloop":
-        import uvloop
+    if chosen in ("uvloop", None):
+        try:
+            import uvloop
+        except ImportError:
+            if chosen is None:  # a platform without uvloop (Windows): the default loop
+                return asyncio.new_event_loop
+            raise ValueError("PYLOG_EVENT_LOOP=uvloop but uvloop is not installed") from None
         return uvloop.new_event_loop
-    raise ValueError(f"PYLOG_EVENT_LOOP={name!r}: expected one of {', '.join(EVENT_LOOPS)}")
+    raise ValueError(f"PYLOG_EVENT_LOOP={chosen!r}: expected one of {', '.join(EVENT_LOOPS)}")
 
 
 async def serve(config: BrokerConfig) -> None:

@@ -44,6 +44,27 @@ def test_unknown_event_loop_exits_2_naming_it(tmp_path) -> None:
     assert "PYLOG_EVENT_LOOP='tornado'" in out.stderr and "uvloop" in out.stderr
 
 
+def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvloop by default; asyncio's own loop on request, or by default where
+    uvloop is not installed; asking for a missing uvloop is an error."""
+    import asyncio
+
+    import uvloop
+
+    from pylog.server.main import event_loop_factory
+
+    monkeypatch.delenv("PYLOG_EVENT_LOOP", raising=False)
+    assert event_loop_factory() is uvloop.new_event_loop
+    assert event_loop_factory("asyncio") is asyncio.new_event_loop
+    monkeypatch.setenv("PYLOG_EVENT_LOOP", "asyncio")
+    assert event_loop_factory() is asyncio.new_event_loop
+    monkeypatch.delenv("PYLOG_EVENT_LOOP")
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails
+    assert event_loop_factory() is asyncio.new_event_loop
+    with pytest.raises(ValueError, match="not installed"):
+        event_loop_factory("uvloop")
+
+
 def test_config_file_and_override(start_broker, tmp_path) -> None:
     props = tmp_path / "server.properties"
     props.write_text("num.partitions=2\nnum.network.threads=3\nlog.retention.hours=1\n")
