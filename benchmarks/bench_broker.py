@@ -262,6 +262,24 @@ def produce_kcat(target: Target, topic: str, path: str, acks: str) -> float:
     return time.perf_counter() - started
 
 
+def produce(client: str, target: Target, topic: str, count: int, size: int, acks: str,
+            records_file: str | None) -> float:
+    """One producer run with ``client`` (kcat reads ``records_file``)."""
+    if client == "confluent":
+        return produce_confluent(target, topic, count, size, acks)
+    assert records_file is not None
+    return produce_kcat(target, topic, records_file, acks)
+
+
+def write_records(path: str, size: int, count: int) -> str:
+    """kcat's input: ``count`` lines of ``size`` bytes (one random line repeated)."""
+    line = os.urandom(size).hex()[:size].encode() + b"\n"
+    with open(path, "wb") as f:
+        for _ in range(count // 1000):
+            f.write(line * 1000)
+    return path
+
+
 def raw_write_cpu(folder: str, nbytes: int) -> float:
     """CPU seconds per GB of writing ``nbytes`` to a new file in ``folder`` with
     1 MiB ``os.write`` calls, then deleting it: what storing the produced bytes
@@ -461,12 +479,8 @@ def main() -> None:
         files = {}
         if have_kcat:
             for size in sizes:
-                path = os.path.join(data, f"records-{size}.txt")
-                line = os.urandom(size).hex()[:size].encode() + b"\n"
-                with open(path, "wb") as f:
-                    for _ in range(records // 1000):
-                        f.write(line * 1000)
-                files[size] = path
+                files[size] = write_records(os.path.join(data, f"records-{size}.txt"),
+                                            size, records)
         pylog = start_pylog(os.path.join(data, "pylog"))
         mock = start_mock()
         targets = [pylog, mock]
@@ -489,10 +503,8 @@ def main() -> None:
                                 topic = f"p{run_id}"
                                 make_topic(t, topic)
                                 before = t.cpu_seconds()
-                                if client == "confluent":
-                                    secs = produce_confluent(t, topic, records, size, acks)
-                                else:
-                                    secs = produce_kcat(t, topic, files[size], acks)
+                                secs = produce(client, t, topic, records, size, acks,
+                                               files.get(size))
                                 cpu = t.cpu_seconds() - before
                                 runs[t.name].append((records / secs,
                                                      cpu / (records * size / 1e9)))

@@ -43,11 +43,8 @@ def main() -> None:
     args = parser.parse_args()
     clients = ["confluent"] + (["kcat"] if shutil.which("kcat") else [])
     with tempfile.TemporaryDirectory(prefix="pylog-loops-") as data:
-        records_file = os.path.join(data, "records.txt")
-        line = os.urandom(args.size).hex()[:args.size].encode() + b"\n"
-        with open(records_file, "wb") as f:
-            for _ in range(args.records // 1000):
-                f.write(line * 1000)
+        records_file = bb.write_records(os.path.join(data, "records.txt"), args.size,
+                                        args.records)
         targets = {loop: start(loop, data) for loop in LOOPS}
         rows = []
         try:
@@ -64,10 +61,8 @@ def main() -> None:
                         topic = f"loops-{run_id}"
                         bb.make_topic(t, topic)
                         before = t.cpu_seconds()
-                        if client == "confluent":
-                            secs = bb.produce_confluent(t, topic, args.records, args.size, "1")
-                        else:
-                            secs = bb.produce_kcat(t, topic, records_file, "1")
+                        secs = bb.produce(client, t, topic, args.records, args.size, "1",
+                                          records_file)
                         cpu = t.cpu_seconds() - before
                         gb = args.records * args.size / 1e9
                         runs[loop].append((args.records / secs, cpu / gb))

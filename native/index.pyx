@@ -28,10 +28,10 @@ from cpython.buffer cimport (PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release,
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, strerror
-
-
 from posix.types cimport off_t
 from posix.unistd cimport ftruncate, pwrite
+
+from bigendian cimport rd32, rd64, wr32, wr64
 
 cdef enum:
     OFFSET_ENTRY = 8
@@ -59,33 +59,12 @@ cpdef enum:
     STATE_SIZE = 8
 
 
-cdef inline uint32_t _be32(const uint8_t* p) noexcept nogil:
-    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | \
-           ((<uint32_t>p[2]) << 8) | (<uint32_t>p[3])
-
-
-cdef inline uint64_t _be64(const uint8_t* p) noexcept nogil:
-    return ((<uint64_t>_be32(p)) << 32) | (<uint64_t>_be32(p + 4))
-
-
-cdef inline void _put32(uint8_t* p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t>(v >> 24)
-    p[1] = <uint8_t>(v >> 16)
-    p[2] = <uint8_t>(v >> 8)
-    p[3] = <uint8_t>v
-
-
-cdef inline void _put64(uint8_t* p, uint64_t v) noexcept nogil:
-    _put32(p, <uint32_t>(v >> 32))
-    _put32(p + 4, <uint32_t>v)
-
-
 cdef inline int64_t _okey(const uint8_t* b, Py_ssize_t slot) noexcept nogil:
-    return <int32_t>_be32(b + slot * OFFSET_ENTRY)
+    return <int32_t>rd32(b + slot * OFFSET_ENTRY)
 
 
 cdef inline int64_t _tkey(const uint8_t* b, Py_ssize_t slot) noexcept nogil:
-    return <int64_t>_be64(b + slot * TIME_ENTRY)
+    return <int64_t>rd64(b + slot * TIME_ENTRY)
 
 
 # Kafka's binarySearch: returns the largest slot whose key <= target in ``lo``
@@ -177,7 +156,7 @@ def offset_entry(const uint8_t[::1] buf, Py_ssize_t slot):
     if slot < 0 or (slot + 1) * OFFSET_ENTRY > buf.shape[0]:
         raise IndexError(slot)
     cdef const uint8_t* p = &buf[slot * OFFSET_ENTRY]
-    return <int32_t>_be32(p), <int32_t>_be32(p + 4)
+    return <int32_t>rd32(p), <int32_t>rd32(p + 4)
 
 
 def time_entry(const uint8_t[::1] buf, Py_ssize_t slot):
@@ -185,7 +164,7 @@ def time_entry(const uint8_t[::1] buf, Py_ssize_t slot):
     if slot < 0 or (slot + 1) * TIME_ENTRY > buf.shape[0]:
         raise IndexError(slot)
     cdef const uint8_t* p = &buf[slot * TIME_ENTRY]
-    return <int64_t>_be64(p), <int32_t>_be32(p + 8)
+    return <int64_t>rd64(p), <int32_t>rd32(p + 8)
 
 
 def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
@@ -216,11 +195,11 @@ def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
     b = &buf[0]
     with nogil:
         while pos + HEADER_OVERHEAD <= end:
-            size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+            size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
             if size < V2_HEADER or pos + size > end:
                 break
-            base = <int64_t>_be64(b + pos)
-            last = base + <int32_t>_be32(b + pos + 23)
+            base = <int64_t>rd64(b + pos)
+            last = base + <int32_t>rd32(b + pos + 23)
             if last >= target_offset:
                 first_pos = pos
                 first_base = base
@@ -231,12 +210,12 @@ def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
             length = first_size
             pos = first_pos + first_size
             while pos + HEADER_OVERHEAD <= end:
-                size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+                size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
                 if size < V2_HEADER or pos + size > end:
                     break
                 if length + size > max_bytes:
                     break
-                if <int64_t>_be64(b + pos) >= max_offset:
+                if <int64_t>rd64(b + pos) >= max_offset:
                     break
                 length += size
                 pos += size
@@ -265,20 +244,20 @@ def find_timestamp(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int
     cdef uint8_t byte
     cdef int32_t count, i
     while pos + V2_HEADER <= end:
-        size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+        size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
         if size < V2_HEADER or pos + size > end:
             break
-        max_ts = <int64_t>_be64(b + pos + 35)
+        max_ts = <int64_t>rd64(b + pos + 35)
         if max_ts >= target_ts:
-            base = <int64_t>_be64(b + pos)
-            last = base + <int32_t>_be32(b + pos + 23)
+            base = <int64_t>rd64(b + pos)
+            last = base + <int32_t>rd32(b + pos + 23)
             attrs = (b[pos + 21] << 8) | b[pos + 22]
             if (attrs & 0x07) != 0:
                 return pos, base, last, -1, -1
             if attrs & 0x08:  # LogAppendTime: every record carries the batch's time
                 return pos, base, last, base, max_ts
-            first_ts = <int64_t>_be64(b + pos + 27)
-            count = <int32_t>_be32(b + pos + 57)
+            first_ts = <int64_t>rd64(b + pos + 27)
+            count = <int32_t>rd32(b + pos + 57)
             rp = pos + V2_HEADER
             rend = pos + size
             for i in range(count):
@@ -512,33 +491,33 @@ cdef int _index_run(const uint8_t* b, Py_ssize_t* ppos, Py_ssize_t end, Py_ssize
         if pos + V2_HEADER > end:
             status = INDEX_TRUNCATED
             break
-        size = <int32_t>_be32(b + pos + 8) + HEADER_OVERHEAD
+        size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
         if size < V2_HEADER or pos + size > end:
             status = INDEX_TRUNCATED
             break
-        base = <int64_t>_be64(b + pos)
-        last = base + <int32_t>_be32(b + pos + 23)
+        base = <int64_t>rd64(b + pos)
+        last = base + <int32_t>rd32(b + pos + 23)
         if (base < st[ST_NEXT_OFFSET] or (contiguous and base != st[ST_NEXT_OFFSET])
                 or last < base or last - segment_base > 0x7fffffff):
             status = INDEX_BAD_OFFSET
             break
-        max_ts = <int64_t>_be64(b + pos + 35)
+        max_ts = <int64_t>rd64(b + pos + 35)
         if max_ts > st[ST_MAX_TS]:
             st[ST_MAX_TS] = max_ts
             st[ST_OFFSET_OF_MAX_TS] = last
         if st[ST_BYTES_SINCE] > interval:
             rel = base - segment_base
             if st[ST_OFFSET_ENTRIES] < offset_capacity:
-                _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY, <uint32_t>rel)
-                _put32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY + 4,
+                wr32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY, <uint32_t>rel)
+                wr32(oi + st[ST_OFFSET_ENTRIES] * OFFSET_ENTRY + 4,
                        <uint32_t>(file_position + pos - start))
                 st[ST_OFFSET_ENTRIES] += 1
             # The last time slot is kept for the entry written when the
             # segment becomes inactive (Kafka's TimeIndex.isFull).
             if (st[ST_MAX_TS] > st[ST_TIME_LAST_TS]
                     and st[ST_TIME_ENTRIES] < time_capacity - 1):
-                _put64(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY, <uint64_t>st[ST_MAX_TS])
-                _put32(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY + 8,
+                wr64(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY, <uint64_t>st[ST_MAX_TS])
+                wr32(ti + st[ST_TIME_ENTRIES] * TIME_ENTRY + 8,
                        <uint32_t>(st[ST_OFFSET_OF_MAX_TS] - segment_base))
                 st[ST_TIME_ENTRIES] += 1
                 st[ST_TIME_LAST_TS] = st[ST_MAX_TS]

@@ -25,6 +25,9 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from bigendian cimport rd16, rd32, wr16, wr32, wr64
+from cvarint cimport pylog_uvarint32_encode, pylog_uvarint32_size
+
 from pylog.errors import ProtocolError
 
 cdef extern from "Python.h":
@@ -63,22 +66,20 @@ cdef inline int _need(Cursor *c, Py_ssize_t size, str what) except -1:
 
 cdef inline int16_t _int16(Cursor *c) except? -1:
     _need(c, 2, "truncated int16")
-    cdef const uint8_t *p = c.buf + c.pos
     c.pos += 2
-    return <int16_t>((<uint32_t>p[0] << 8) | p[1])
+    return <int16_t>rd16(c.buf + c.pos - 2)
 
 
 cdef inline int32_t _int32(Cursor *c) except? -1:
     _need(c, 4, "truncated int32")
-    cdef const uint8_t *p = c.buf + c.pos
     c.pos += 4
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
-                     | (<uint32_t>p[2] << 8) | p[3])
+    return <int32_t>rd32(c.buf + c.pos - 4)
 
 
 cdef inline int64_t _uvarint(Cursor *c) except -1:
-    """An unsigned varint of at most 5 bytes (Kafka's 32-bit ones; like the
-    generic codec, the fifth byte's high bits are not refused)."""
+    """An unsigned varint of at most 5 bytes (Kafka's 32-bit ones).  Not
+    varint.h's decoder: like Kafka's reader and the generic codec, this one
+    does not refuse the fifth byte's high bits, and the twins must agree."""
     cdef uint64_t value = 0
     cdef int shift = 0
     cdef uint8_t b
@@ -229,43 +230,18 @@ def decode_produce_request(frame):
 
 # -- writing ---------------------------------------------------------------------------
 
-cdef inline int _uvarint_size(uint32_t v):
-    cdef int n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
-cdef inline uint8_t *_put_uvarint(uint8_t *p, uint32_t v):
-    while v >= 0x80:
-        p[0] = <uint8_t>((v & 0x7F) | 0x80)
-        p += 1
-        v >>= 7
-    p[0] = <uint8_t>v
-    return p + 1
-
-
-cdef inline uint8_t *_put16(uint8_t *p, int16_t v):
-    p[0] = <uint8_t>(<uint16_t>v >> 8)
-    p[1] = <uint8_t>v
+cdef inline uint8_t *_put16(uint8_t *p, int16_t v) noexcept:
+    wr16(p, <uint16_t>v)
     return p + 2
 
 
-cdef inline uint8_t *_put32(uint8_t *p, int32_t v):
-    cdef uint32_t u = <uint32_t>v
-    p[0] = <uint8_t>(u >> 24)
-    p[1] = <uint8_t>(u >> 16)
-    p[2] = <uint8_t>(u >> 8)
-    p[3] = <uint8_t>u
+cdef inline uint8_t *_put32(uint8_t *p, int32_t v) noexcept:
+    wr32(p, <uint32_t>v)
     return p + 4
 
 
-cdef inline uint8_t *_put64(uint8_t *p, int64_t v):
-    cdef uint64_t u = <uint64_t>v
-    cdef int i
-    for i in range(8):
-        p[i] = <uint8_t>(u >> (56 - 8 * i))
+cdef inline uint8_t *_put64(uint8_t *p, int64_t v) noexcept:
+    wr64(p, <uint64_t>v)
     return p + 8
 
 
@@ -275,7 +251,7 @@ cdef inline Py_ssize_t _length_size(Py_ssize_t n, bint flexible, int classic) ex
     if flexible:
         if n + 1 > 0xFFFFFFFF:
             raise ProtocolError(f"length {n} does not fit an unsigned varint")
-        return _uvarint_size(<uint32_t>(n + 1))
+        return pylog_uvarint32_size(<uint32_t>(n + 1))
     if n > (0x7FFF if classic == 2 else 0x7FFFFFFF):
         raise ProtocolError(f"length {n} does not fit an int{classic * 8}")
     return classic
@@ -296,7 +272,7 @@ cdef int64_t _int(object value, int bits) except? -1:
 
 cdef inline uint8_t *_put_length(uint8_t *p, Py_ssize_t n, bint flexible, bint wide):
     if flexible:
-        return _put_uvarint(p, <uint32_t>(n + 1))
+        return p + pylog_uvarint32_encode(<uint32_t>(n + 1), p)
     return _put32(p, <int32_t>n) if wide else _put16(p, <int16_t>n)
 
 

@@ -32,6 +32,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
+from bigendian cimport rd16, rd32, rd64, wr16, wr32, wr64
 from cvarint cimport *
 
 cdef enum:
@@ -163,32 +164,6 @@ cdef enum:
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
                "record_count", "control", "records")
-
-
-# -- big-endian access (gcc turns these into bswap / movbe) ------------------
-
-cdef inline uint16_t rd16(const uint8_t *p) noexcept nogil:
-    return (<uint16_t>p[0] << 8) | p[1]
-
-cdef inline uint32_t rd32(const uint8_t *p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-cdef inline uint64_t rd64(const uint8_t *p) noexcept nogil:
-    return (<uint64_t>rd32(p) << 32) | rd32(p + 4)
-
-cdef inline void wr16(uint8_t *p, uint16_t v) noexcept nogil:
-    p[0] = <uint8_t>(v >> 8)
-    p[1] = <uint8_t>v
-
-cdef inline void wr32(uint8_t *p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t>(v >> 24)
-    p[1] = <uint8_t>(v >> 16)
-    p[2] = <uint8_t>(v >> 8)
-    p[3] = <uint8_t>v
-
-cdef inline void wr64(uint8_t *p, uint64_t v) noexcept nogil:
-    wr32(p, <uint32_t>(v >> 32))
-    wr32(p + 4, <uint32_t>v)
 
 
 cdef inline int _fail(failure *f, int check, int reason, int64_t a=0, int64_t b=0,

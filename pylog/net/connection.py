@@ -283,20 +283,12 @@ class Connection(asyncio.BufferedProtocol):
             return 0
         if not region.is_cached():
             return 0
-        sent = 0
         try:
-            while sent < region.length:
-                n = os.sendfile(self._sock_fd, region.fd, region.position + sent,
-                                region.length - sent)
-                if n == 0:
-                    break
-                sent += n
-        except (BlockingIOError, InterruptedError):
-            pass
+            return _sendfile_some(self._sock_fd, region.fd, region.position, region.length)
         except OSError as exc:  # EPIPE, ECONNRESET: the peer is gone
             log.info("send to %s failed: %s", self.peer, exc)
             self.close()
-        return sent
+            return 0
 
     async def _send_rest(self, region: FileRegion, sent: int, rest: list) -> None:
         try:
@@ -334,24 +326,18 @@ class Connection(asyncio.BufferedProtocol):
         """
         while self.transport.get_write_buffer_size():  # earlier pieces go first
             await self._writable()
-            if self._closing():
-                raise ConnectionError("connection closed")
-        while count > 0:
-            try:
-                n = os.sendfile(self._sock_fd, fd, offset, count)
-            except (BlockingIOError, InterruptedError):
-                await self._writable()
-                if self._closing():
-                    raise ConnectionError("connection closed") from None
-                continue
-            if n == 0:  # the file is shorter than the region: truncated meanwhile
-                raise ConnectionError(f"file ended {count} bytes before the region did")
+        while True:
+            n = _sendfile_some(self._sock_fd, fd, offset, count)
             offset += n
             count -= n
+            if count == 0:
+                return
+            await self._writable()
 
     async def _writable(self) -> None:
-        """Until the socket can take more bytes.  Watched through a dup of its
-        fd: a loop refuses a second watcher on a transport's own fd."""
+        """Until the socket can take more bytes (ConnectionError if the
+        connection closed meanwhile).  Watched through a dup of its fd: a loop
+        refuses a second watcher on a transport's own fd."""
         if self._watch_fd < 0:
             self._watch_fd = os.dup(self._sock_fd)
         fd, loop = self._watch_fd, self._loop
@@ -362,6 +348,8 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             if fd == self._watch_fd:  # not closed (and maybe reused) by connection_lost
                 loop.remove_writer(fd)
+        if self._closing():
+            raise ConnectionError("connection closed")
 
     # -- life cycle --------------------------------------------------------------
 
@@ -404,6 +392,22 @@ def _discard(pending: Any) -> None:
     close = getattr(pending, "close", None)
     if close is not None:
         close()
+
+
+def _sendfile_some(sock_fd: int, fd: int, offset: int, count: int) -> int:
+    """sendfile(2) ``count`` bytes of ``fd`` from ``offset`` until they are all
+    sent or the socket is full: how many went.  A file that ends first (it was
+    truncated meanwhile) raises ConnectionError."""
+    sent = 0
+    try:
+        while sent < count:
+            n = os.sendfile(sock_fd, fd, offset + sent, count - sent)
+            if n == 0:
+                raise ConnectionError(f"file ended {count - sent} bytes before the region did")
+            sent += n
+    except (BlockingIOError, InterruptedError):
+        pass
+    return sent
 
 
 def _pin(result: Any) -> Any:

@@ -8,8 +8,9 @@ response at that version with UNSUPPORTED_VERSION in its error codes (see
 an unknown api key, a version past the schemas) closes the connection, with a
 log line giving the reason.
 
-Produce, the request that carries the data, skips the generic codec: its
-module decodes and encodes it natively from the frame (``handle_frame``).
+A handler module that defines ``handle_frame(broker, frame)`` instead of
+``handle(broker, header, body)`` decodes and encodes its own frames, natively,
+at the versions it serves: Produce, the request that carries the data.
 """
 
 from __future__ import annotations
@@ -74,27 +75,30 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets, create_
                    offset_fetch, list_groups, describe_groups, delete_groups, offset_delete)
 
 _PLAIN = (bytes, list)
-_PRODUCE_MIN, _PRODUCE_MAX = produce.VERSIONS
 
 
 class RequestRouter:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.handlers = {int(m.API_KEY): m.handle for m in HANDLER_MODULES
-                         if m is not produce}
+                         if hasattr(m, "handle")}
+        self.frame_handlers = {int(m.API_KEY): m.handle_frame for m in HANDLER_MODULES
+                               if hasattr(m, "handle_frame")}
         self.versions: dict[int, tuple[int, int]] = {
             int(m.API_KEY): m.VERSIONS for m in HANDLER_MODULES}
         self.peer: Any = None  # (host, port) of the request being dispatched
 
     def __call__(self, conn: Connection, frame: bytearray) -> Any:
-        # Api key 0 (Produce) at a version it serves: the native path.
-        if (len(frame) >= 8 and frame[0] == 0 and frame[1] == 0
-                and _PRODUCE_MIN <= (frame[2] << 8 | frame[3]) <= _PRODUCE_MAX):
-            try:
-                return produce.handle_frame(self.broker, frame)
-            except ProtocolError as exc:
-                log.warning("closing connection from %s: malformed request: %s", conn.peer, exc)
-                raise CloseConnection(f"malformed request: {exc}") from None
+        if len(frame) >= 8:
+            key = frame[0] << 8 | frame[1]
+            native = self.frame_handlers.get(key)
+            if native is not None:
+                lo, hi = self.versions[key]
+                if lo <= (frame[2] << 8 | frame[3]) <= hi:
+                    try:
+                        return native(self.broker, frame)
+                    except ProtocolError as exc:
+                        raise _malformed(conn, exc) from None
         try:
             header, body = decode_request(frame, allow_trailing=True)
         except UnsupportedVersionError as exc:
@@ -105,8 +109,7 @@ class RequestRouter:
             log.warning("closing connection from %s: %s", conn.peer, exc)
             raise CloseConnection(str(exc)) from None
         except ProtocolError as exc:
-            log.warning("closing connection from %s: malformed request: %s", conn.peer, exc)
-            raise CloseConnection(f"malformed request: {exc}") from None
+            raise _malformed(conn, exc) from None
         key, version = header.api_key, header.api_version
         supported = self.versions.get(key)
         if supported is None or not supported[0] <= version <= supported[1]:
@@ -128,6 +131,13 @@ class RequestRouter:
         if inspect.isawaitable(result):
             return _Finish(header, result)
         return encode_response(key, version, header.correlation_id, result)
+
+
+def _malformed(conn: Connection, exc: ProtocolError) -> CloseConnection:
+    """A frame that does not decode: logged (the default log shows warnings),
+    then the connection is closed."""
+    log.warning("closing connection from %s: malformed request: %s", conn.peer, exc)
+    return CloseConnection(f"malformed request: {exc}")
 
 
 class _Finish:
