@@ -6,7 +6,10 @@ Groups pair the two implementations ("produce-decode", "fetch-v12-encode", ...);
 each result's ``extra_info["requests_per_s"]`` is the throughput of one core.
 The "produce-native-*" groups time the broker's C Produce codec
 (``pylog._native.produce_codec``) against the generic codec, its reference, on
-a typical produce exchange (v9, 1 topic x 4 partitions of 300 KiB).
+a typical produce exchange (v9, 1 topic x 4 partitions of 300 KiB); the
+"fetch-native-v*" groups time the C Fetch codec (``pylog._native.fetch_codec``)
+against the generic codec on a consumer's fetch (v11 and v12, 2 topics x 4
+partitions, records sent from the segment files as FileRegions).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from typing import Any
 
 import pytest
 
-from pylog._native import produce_codec
+from pylog._native import fetch_codec, produce_codec
+from pylog.net.framing import FileRegion, frame_parts
 from pylog.protocol import ApiKey, decode_request, decode_response, encode_request, encode_response
+from pylog.protocol.headers import encode_response_header, response_header_version
+from pylog.protocol.messages import body_encoder
 
 kp_producer = pytest.importorskip("kafka.protocol.producer")
 kp_consumer = pytest.importorskip("kafka.protocol.consumer")
@@ -174,3 +180,74 @@ def test_produce_native_encode(benchmark: Any, impl: str) -> None:
         values = produce_response_dict()  # plain dicts, converted on every encode
         _run(benchmark, "produce-native-encode",
              lambda: encode_response(ApiKey.PRODUCE, version, 1, values))
+
+
+# -- the native Fetch codec against the generic one ------------------------------------
+
+FETCH_NATIVE_VERSIONS = [11, 12]
+
+
+def fetch_response() -> list[tuple[str, list[tuple]]]:
+    """A consumer's fetch answered from the log, as the broker's handler builds it
+    for encode_fetch_response: every partition's records a region of a segment
+    file (a dummy fd: nothing is sent)."""
+    return [(f"bench-topic-{t}", [
+        (p, 0, 123456789 + p, 123456789 + p, 0, None, FileRegion(0, 4096 * p, 1048576))
+        for p in range(4)]) for t in range(2)]
+
+
+def fetch_response_dict(topics: list[tuple[str, list[tuple]]]) -> dict[str, Any]:
+    """The same answer as plain dicts for the generic encoder (as the handler
+    passed it before the native codec)."""
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": name, "partitions": [
+            {"partition_index": p[0], "error_code": p[1], "high_watermark": p[2],
+             "last_stable_offset": p[3], "log_start_offset": p[4],
+             "aborted_transactions": p[5], "preferred_read_replica": -1, "records": p[6]}
+            for p in parts]}
+        for name, parts in topics]}
+
+
+def _generic_fetch_encode(version: int, body: dict[str, Any]) -> Any:
+    """The generic path: body encoder, response header, frame_parts."""
+    pieces: list = [encode_response_header(1, response_header_version(ApiKey.FETCH, version))]
+    body_encoder(ApiKey.FETCH, version, "response")(body, pieces.append)
+    framed = frame_parts(pieces)
+    return framed[0] if len(framed) == 1 else framed
+
+
+@pytest.mark.parametrize("version", FETCH_NATIVE_VERSIONS)
+@pytest.mark.parametrize("impl", ["pylog-native", "generic"])
+def test_fetch_native_decode(benchmark: Any, impl: str, version: int) -> None:
+    # A bytearray, as the broker reads frames; decoded with allow_trailing, as it does.
+    frame = bytearray(encode_request(ApiKey.FETCH, version, fetch_body(), correlation_id=1,
+                                     client_id="bench"))
+    if impl == "pylog-native":
+        decode = fetch_codec.decode_fetch_request
+        topics = decode(frame)[9]
+        assert [len(parts) for _, parts in topics] == [4, 4]
+        _run(benchmark, f"fetch-native-v{version}-decode", lambda: decode(frame))
+    else:
+        _, body = decode_request(frame, allow_trailing=True)
+        assert [len(t.partitions) for t in body.topics] == [4, 4]
+        _run(benchmark, f"fetch-native-v{version}-decode",
+             lambda: decode_request(frame, allow_trailing=True))
+
+
+@pytest.mark.parametrize("version", FETCH_NATIVE_VERSIONS)
+@pytest.mark.parametrize("impl", ["pylog-native", "generic-dict"])
+def test_fetch_native_encode(benchmark: Any, impl: str, version: int) -> None:
+    topics = fetch_response()
+    values = fetch_response_dict(topics)
+    expected = _generic_fetch_encode(version, values)
+    if impl == "pylog-native":
+        encode = fetch_codec.encode_fetch_response
+        got = encode(version, 1, 0, 0, topics)
+        assert len(got) == len(expected) == (17 if version >= 12 else 16)
+        assert all(a is b if type(b) is FileRegion else a == b
+                   for a, b in zip(got, expected, strict=True))
+        _run(benchmark, f"fetch-native-v{version}-encode",
+             lambda: encode(version, 1, 0, 0, topics))
+    else:
+        _run(benchmark, f"fetch-native-v{version}-encode",
+             lambda: _generic_fetch_encode(version, values))

@@ -9,29 +9,25 @@ both encode the same responses to identical bytes.
 
 from __future__ import annotations
 
-import random
 import struct
-import tracemalloc
+from functools import partial
 from typing import Any
 
+import codec_twins as twins
 import pytest
+from codec_twins import CLIENT_IDS, INT16, INT32, INT64, LENGTH_PATTERNS, Frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from protocol_samples import sample_body
 
 from pylog._native import produce_codec
 from pylog.protocol import ApiKey, ProtocolError, decode_request, encode_request, encode_response
-from pylog.protocol.types import uvarint
 
 decode_produce_request = produce_codec.decode_produce_request
 encode_produce_response = produce_codec.encode_produce_response
 
 VERSIONS = list(range(3, 12))
 FLEXIBLE = [v for v in VERSIONS if v >= 9]
-CLIENT_IDS = [None, "", "pylog", "clï-é∂-🚀", "c" * 300]
-INT16 = (-2**15, 2**15 - 1)
-INT32 = (-2**31, 2**31 - 1)
-INT64 = (-2**63, 2**63 - 1)
 
 Decoded = tuple[Any, ...]
 Partition = tuple[int, int, int, int, int, str | None]
@@ -45,7 +41,7 @@ def _records(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def generic_decode(frame: bytes | bytearray | memoryview) -> Decoded:
+def generic_decode(frame: Frame) -> Decoded:
     """The generic codec's result in the native codec's shape (records as bytes)."""
     header, body = decode_request(frame, allow_trailing=True)
     assert header.api_key == ApiKey.PRODUCE
@@ -55,7 +51,7 @@ def generic_decode(frame: bytes | bytearray | memoryview) -> Decoded:
              for t in body.topic_data])
 
 
-def native_decode(frame: bytes | bytearray | memoryview) -> Decoded:
+def native_decode(frame: Frame) -> Decoded:
     version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics = (
         decode_produce_request(frame))
     return (version, correlation_id, client_id, transactional_id, acks, timeout_ms,
@@ -63,38 +59,12 @@ def native_decode(frame: bytes | bytearray | memoryview) -> Decoded:
              for name, parts in topics])
 
 
-def outcome(decode: Any, frame: bytes | bytearray | memoryview) -> Any:
-    """The decoded value, or ProtocolError; any other exception propagates."""
-    try:
-        return decode(frame)
-    except ProtocolError:
-        return ProtocolError
+def assert_same_outcome(frame: Frame) -> Any:
+    return twins.same_outcome(native_decode, generic_decode, frame)
 
 
-def assert_same_outcome(frame: bytes | bytearray | memoryview) -> Any:
-    native = outcome(native_decode, frame)
-    generic = outcome(generic_decode, frame)
-    assert native == generic, bytes(frame).hex()
-    return native
-
-
-def tag_section(tags: dict[int, bytes]) -> bytes:
-    return uvarint(len(tags)) + b"".join(
-        uvarint(tag) + uvarint(len(data)) + data for tag, data in sorted(tags.items()))
-
-
-def request_frame(version: int, body: Any, correlation_id: int = 7,
-                  client_id: str | None = "pylog",
-                  header_tags: dict[int, bytes] | None = None) -> bytes:
-    """A Produce request frame (no size prefix) from the generic encoder; in
-    flexible versions the header's empty tag section is replaced by ``header_tags``."""
-    frame = encode_request(ApiKey.PRODUCE, version, body, correlation_id, client_id=client_id)
-    if header_tags:
-        assert version >= 9
-        pos = 10 + (0 if client_id is None else len(client_id.encode()))
-        assert frame[pos] == 0
-        frame = frame[:pos] + tag_section(header_tags) + frame[pos + 1:]
-    return frame
+# A Produce request frame: (version, body, correlation_id=7, client_id="pylog", header_tags=None).
+request_frame = partial(twins.request_frame, ApiKey.PRODUCE)
 
 
 def small_frame(version: int, seed: int = 3, tagged: bool = True) -> bytes:
@@ -106,14 +76,8 @@ def small_frame(version: int, seed: int = 3, tagged: bool = True) -> bytes:
         for part in topic.partition_data:
             part.records = part.records[:9]
     body.topic_data[0].partition_data[1].records = None
-    header_tags = None
-    if version >= 9 and tagged:
-        body._unknown_tagged_fields = {3: b"body"}
-        body.topic_data[0]._unknown_tagged_fields = {1: b"", 200: b"tp"}
-        body.topic_data[1].partition_data[0]._unknown_tagged_fields = {7: b"\x00\x01"}
-        header_tags = {0: b"h"}
-    return request_frame(version, body, correlation_id=-5, client_id="cli-é",
-                         header_tags=header_tags)
+    return twins.small_request_frame(ApiKey.PRODUCE, version, body, "topic_data",
+                                     "partition_data", tagged)
 
 
 def generic_response(version: int, correlation_id: int, responses: Responses,
@@ -152,16 +116,8 @@ def sample_responses(version: int, seed: int) -> tuple[Responses, int]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_decode_matches_generic_on_samples(version: int) -> None:
-    for seed in range(12):
-        body = sample_body(ApiKey.PRODUCE, version, "request", seed)
-        client_id = CLIENT_IDS[seed % len(CLIENT_IDS)]
-        frame = request_frame(version, body, correlation_id=seed * 1_000_003 - 2**31,
-                              client_id=client_id)
-        got = assert_same_outcome(frame)
-        assert got != ProtocolError
-        assert got[:3] == (version, seed * 1_000_003 - 2**31, client_id)
-        for data in (bytearray(frame), memoryview(frame)):
-            assert native_decode(data) == got
+    twins.check_samples(ApiKey.PRODUCE, version, request_frame, native_decode,
+                        assert_same_outcome)
 
 
 def test_decode_samples_cover_nulls_and_unicode() -> None:
@@ -243,10 +199,7 @@ def test_decode_skips_unknown_tagged_fields(version: int) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_trailing_bytes_are_ignored(version: int) -> None:
-    frame = small_frame(version)
-    expected = native_decode(frame)
-    for tail in (b"\x00", b"\xff" * 3, b"garbage\x80\x80", bytes(1000)):
-        assert assert_same_outcome(frame + tail) == expected
+    twins.check_trailing_bytes_ignored(small_frame(version), native_decode, assert_same_outcome)
 
 
 # -- decoding: the records views ------------------------------------------------------------
@@ -284,8 +237,8 @@ def test_records_views_of_other_buffers() -> None:
     records[0] ^= 0x55
     assert sum(a != b for a, b in zip(buf, before, strict=True)) == 1
     # A view of another format and shape: 1-D unsigned byte views all the same.
-    padded = bytearray(frame + bytes(-len(frame) % 4))  # trailing bytes are ignored
-    for view in (memoryview(padded).cast("I"), memoryview(padded).cast("B", (4, len(padded) // 4))):
+    padded, views = twins.padded_views(frame)  # trailing bytes are ignored
+    for view in views:
         topics = decode_produce_request(view)[6]
         records = [r for _, parts in topics for _, r in parts if r is not None]
         assert all(r.format == "B" and r.ndim == 1 for r in records)
@@ -300,76 +253,34 @@ def test_records_views_of_other_buffers() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_truncation(version: int) -> None:
-    for frame in (small_frame(version), small_frame(version, seed=8, tagged=False)):
-        assert assert_same_outcome(frame) != ProtocolError
-        failures = 0
-        for end in range(len(frame)):
-            failures += assert_same_outcome(frame[:end]) == ProtocolError
-        assert failures == len(frame)  # like the generic codec: no prefix is a request
-
-
-PATTERNS = [b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe", b"\x80\x00\x00\x00", b"\xff\xfe", b"\x7f\xff",
-            b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\xff\xff\x01", b"\x00", b"\x01", b"\x80\x01",
-            b"\xff\xff", b"\x00\x00\x00\x00"]
+    twins.check_every_truncation((small_frame(version), small_frame(version, seed=8, tagged=False)),
+                                 assert_same_outcome)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_mutated_lengths(version: int) -> None:
     """Huge, negative, null and zero int16 / int32 / varint lengths written at
     every position: both codecs decode the same values or both refuse."""
-    frame = small_frame(version)
-    outcomes = set()
-    for pos in range(8, len(frame)):
-        for pattern in PATTERNS:
-            mutated = bytearray(frame)
-            mutated[pos:pos + len(pattern)] = pattern
-            del mutated[len(frame):]
-            outcomes.add(assert_same_outcome(mutated) == ProtocolError)
-    assert outcomes == {True, False}
+    twins.check_mutated_lengths(small_frame(version), LENGTH_PATTERNS, assert_same_outcome)
 
 
 def test_random_byte_flips() -> None:
-    rng = random.Random(20240611)
     frames = [small_frame(v, seed) for v in VERSIONS for seed in (1, 2)]
-    refused = 0
-    for _ in range(4000):
-        mutated = bytearray(rng.choice(frames))
-        for _ in range(rng.randint(1, 4)):
-            mutated[rng.randrange(8, len(mutated))] = rng.randrange(256)
-        refused += assert_same_outcome(mutated) == ProtocolError
-    assert 0 < refused < 4000
+    twins.check_random_byte_flips(frames, 20240611, assert_same_outcome)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(VERSIONS), st.integers(*INT32), st.binary(max_size=120))
 def test_fuzz_same_outcome(version: int, correlation_id: int, tail: bytes) -> None:
-    head = (b"\x00\x00" + version.to_bytes(2, "big")
-            + correlation_id.to_bytes(4, "big", signed=True))
-    assert_same_outcome(head + tail)
+    assert_same_outcome(twins.fuzz_head(ApiKey.PRODUCE, version, correlation_id) + tail)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(VERSIONS), st.data())
 def test_fuzz_spliced_frames(version: int, data: st.DataObject) -> None:
     """A valid frame with a random slice replaced by random bytes."""
-    frame = small_frame(version, seed=data.draw(st.integers(0, 3)))
-    start = data.draw(st.integers(8, len(frame)))
-    end = data.draw(st.integers(start, min(len(frame), start + 8)))
-    assert_same_outcome(frame[:start] + data.draw(st.binary(max_size=8)) + frame[end:])
-
-
-def _peak_bytes(fn: Any) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-    except ProtocolError:
-        pass
-    else:
-        raise AssertionError("no ProtocolError")
-    finally:
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return peak
+    twins.check_spliced_frame(lambda seed: small_frame(version, seed=seed), data,
+                              assert_same_outcome)
 
 
 def test_absurd_counts_are_rejected_before_allocating() -> None:
@@ -389,15 +300,8 @@ def test_absurd_counts_are_rejected_before_allocating() -> None:
         flexible + b"\x01" + b"\xff\xff\xff\xff\x0f" + bytes(32),
         flexible + b"\x01" + b"\x01" + b"\x00" + b"\xff\xff\xff\xff\x0f" + bytes(32),
     ]
-    for frame in frames:
-        assert assert_same_outcome(frame) == ProtocolError
-        assert _peak_bytes(lambda f=frame: decode_produce_request(f)) < 64 * 1024
-    with pytest.raises(ProtocolError, match="longer than the bytes left"):
-        decode_produce_request(frames[0])
-    with pytest.raises(ProtocolError, match="negative length"):
-        decode_produce_request(classic + (-2).to_bytes(4, "big", signed=True))
-    with pytest.raises(ProtocolError, match="longer than 5 bytes"):
-        decode_produce_request(flexible + b"\xff\xff\xff\xff\xff\x01" + bytes(8))
+    twins.check_absurd_counts(frames, classic, flexible, decode_produce_request,
+                              assert_same_outcome)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -406,40 +310,26 @@ def test_absurd_counts_are_rejected_before_allocating() -> None:
 def test_invalid_utf8_is_a_protocol_error(version: int, field: str, bad: bytes) -> None:
     body = {"transactional_id": "transactional", "acks": 1, "timeout_ms": 5, "topic_data": [
         {"name": "topic", "partition_data": [{"index": 0, "records": b"r"}]}]}
-    frame = bytearray(request_frame(version, body, client_id="client"))
-    pos = frame.index(field.encode())
-    frame[pos:pos + len(bad)] = bad
-    assert assert_same_outcome(frame) == ProtocolError
-    with pytest.raises(ProtocolError):
-        decode_produce_request(frame)
+    twins.check_invalid_utf8(request_frame(version, body, client_id="client"), field, bad,
+                             decode_produce_request, assert_same_outcome)
 
 
 def test_short_frames_are_protocol_errors() -> None:
-    for frame in (b"", b"\x00", b"\x00\x00\x00\x09\x00\x00\x00", b"\x00\x01\x00\x04"):
-        assert assert_same_outcome(frame) == ProtocolError
+    twins.check_refused((b"", b"\x00", b"\x00\x00\x00\x09\x00\x00\x00", b"\x00\x01\x00\x04"),
+                        assert_same_outcome)
 
 
 @pytest.mark.parametrize("api_key,version", [(ApiKey.FETCH, 4), (ApiKey.FETCH, 12),
                                              (ApiKey.METADATA, 12), (ApiKey.API_VERSIONS, 3)])
 def test_other_apis_are_value_errors(api_key: int, version: int) -> None:
-    frame = encode_request(api_key, version, sample_body(api_key, version, "request", 1), 1)
-    with pytest.raises(ValueError, match="not a Produce request") as info:
-        decode_produce_request(frame)
-    assert not isinstance(info.value, ProtocolError)
+    twins.check_value_error(decode_produce_request, twins.sample_request(api_key, version),
+                            "not a Produce request")
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 12, 13, 0x7FFF, -1])
 def test_other_versions_are_value_errors(version: int) -> None:
-    if 0 <= version <= 2:
-        frame = encode_request(ApiKey.PRODUCE, version,
-                               sample_body(ApiKey.PRODUCE, version, "request", 1), 1)
-        generic_decode(frame)  # a valid request, only not one the native codec takes
-    else:
-        frame = bytearray(small_frame(11))
-        frame[2:4] = version.to_bytes(2, "big", signed=True)
-    with pytest.raises(ValueError, match="no native codec") as info:
-        decode_produce_request(frame)
-    assert not isinstance(info.value, ProtocolError)
+    twins.check_other_version(ApiKey.PRODUCE, version, 2, small_frame(11),
+                              decode_produce_request, generic_decode)
 
 
 # -- encoding -------------------------------------------------------------------------------
@@ -488,9 +378,7 @@ def test_encode_long_strings_flexible(version: int) -> None:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(VERSIONS), st.integers(*INT32), st.integers(*INT32),
-       st.lists(st.tuples(st.text(max_size=20), st.lists(st.tuples(
-           st.integers(*INT32), st.integers(*INT16), st.integers(*INT64), st.integers(*INT64),
-           st.integers(*INT64), st.none() | st.text(max_size=40)), max_size=4)), max_size=4))
+       twins.topics_strategy(st.none() | st.text(max_size=40)))
 def test_fuzz_encode(version: int, correlation_id: int, throttle_time_ms: int,
                      responses: Responses) -> None:
     assert_same_encoding(version, correlation_id, responses, throttle_time_ms)
@@ -506,27 +394,15 @@ def test_encode_refuses_bad_input(version: int) -> None:
         with pytest.raises(exc):
             encode_produce_response(version, correlation_id, responses, throttle)
 
-    for wrong in (GOOD[:5], (*GOOD, None), ()):
-        refuses(ValueError, [("t", [GOOD, wrong])])
-    for field, (lo, hi) in enumerate([INT32, INT16, INT64, INT64] + [INT64] * (version >= 5)):
-        for value in (lo - 1, hi + 1, 2**64):
-            bad = list(GOOD)
-            bad[field] = value
-            refuses(OverflowError, [("t", [GOOD, tuple(bad)])])
+    twins.refuse_bad_partitions(GOOD, [INT32, INT16, INT64, INT64] + [INT64] * (version >= 5),
+                                refuses)
     for value in (INT32[0] - 1, INT32[1] + 1):
         refuses(OverflowError, [("t", [GOOD])], correlation_id=value)
         refuses(OverflowError, [("t", [GOOD])], throttle=value)
-    for name in (b"t", 5, None):
-        refuses(TypeError, [("ok", [GOOD]), (name, [GOOD])])
     if version >= 8:
         for message in (b"m", 5):
             refuses(TypeError, [("t", [(*GOOD[:5], message)])])
-    refuses(TypeError, [("t", [list(GOOD)])])
-    refuses(TypeError, [("t", (GOOD,))])
-    refuses(TypeError, (("t", [GOOD]),))
-    refuses(ValueError, [("t", [GOOD], "extra")])  # unpacking
-    refuses(TypeError, [("t", ["not a tuple"])])
-    refuses(UnicodeEncodeError, [("\ud800", [GOOD])])
+    twins.refuse_bad_shapes(GOOD, refuses)
     refuses(TypeError, [("t", [GOOD])], correlation_id="1")
 
 

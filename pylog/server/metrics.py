@@ -184,11 +184,12 @@ class BrokerMetrics:
                     if records is not None:
                         self.bytes_rejected += len(records)
 
-    def fetched(self, nbytes: int, topics: list[dict[str, Any]], failed: bool) -> None:
-        """A fetch answered: its record bytes, its partitions, whether any failed."""
+    def fetched(self, nbytes: int, topics: list[tuple[str, list]], failed: bool) -> None:
+        """A fetch answered: its record bytes, its (topic, partitions) answers,
+        whether any failed."""
         self.bytes_out += nbytes
-        for t in topics:
-            self.total_fetch += len(t["partitions"])
+        for _, partitions in topics:
+            self.total_fetch += len(partitions)
         if failed:
             self.failed_fetch += 1
 

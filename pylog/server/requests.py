@@ -10,7 +10,8 @@ log line giving the reason.
 
 A handler module that defines ``handle_frame(broker, frame)`` instead of
 ``handle(broker, header, body)`` decodes and encodes its own frames, natively,
-at the versions it serves: Produce, the request that carries the data.
+at the versions it serves: Produce and Fetch, the requests that carry the
+data.
 """
 
 from __future__ import annotations
