@@ -1,27 +1,28 @@
 """Fetch: whole batches from each partition, sent from the segment files with sendfile.
 
-The response body is encoded around :class:`~pylog.net.framing.FileRegion`
-placeholders, so the record bytes go from the page cache to the socket and
-never through Python.  A fetch that finds fewer than ``min_bytes`` parks until
-an append to one of its partitions wakes it or ``max_wait_ms`` passes (Kafka's
-delayed fetch).  Limits follow KIP-74: ``partition_max_bytes`` per partition,
-``max_bytes`` (at most the broker's ``fetch.max.bytes``, KIP-541) for the
-response, except that the first batch found is returned
+The request is decoded and the response encoded in C
+(:mod:`pylog._native.fetch_codec`, the generic codec's twin), into and from
+plain tuples.  Each partition's records are a
+:class:`~pylog.net.framing.FileRegion` placeholder that the encoder leaves in
+the framed response, so the record bytes go from the page cache to the
+socket and never through Python.  A fetch that finds fewer than ``min_bytes``
+parks until an append to one of its partitions wakes it or ``max_wait_ms``
+passes (Kafka's delayed fetch).  Limits follow KIP-74: ``partition_max_bytes``
+per partition, ``max_bytes`` (at most the broker's ``fetch.max.bytes``,
+KIP-541) for the response, except that the first batch found is returned
 whole so a consumer always makes progress.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pylog._native.fetch_codec import decode_fetch_request, encode_fetch_response
 from pylog.log import OffsetOutOfRangeError
 from pylog.log.errors import LogClosedError
-from pylog.net.framing import FileRegion, frame_parts
+from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.protocol.headers import encode_response_header, response_header_version
-from pylog.protocol.messages import body_encoder
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -30,99 +31,113 @@ API_KEY = ApiKey.FETCH
 # v4: record batches and last_stable_offset; v13+ name topics by id only.
 VERSIONS = (4, 12)
 READ_COMMITTED = 1
-INT32_MAX = 2**31 - 1
 
 
-def _partition_error(index: int, code: int) -> dict[str, Any]:
-    return {"partition_index": index, "error_code": code, "high_watermark": -1,
-            "last_stable_offset": -1, "log_start_offset": -1, "records": None,
-            "aborted_transactions": None}
+
+class Request(NamedTuple):
+    """decode_fetch_request's tuple, named."""
+
+    version: int
+    correlation_id: int
+    client_id: str | None
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[tuple[str, list[tuple[int, int, int]]]]  # (partition, offset, max bytes)
 
 
-def _read(broker: Broker, body: Any, version: int) -> tuple[list[dict], int, bool]:
+# A partition's answer, in the order encode_fetch_response takes it:
+# (index, error_code, high_watermark, last_stable_offset, log_start_offset,
+#  aborted_transactions, records)
+PartitionResponse = tuple[int, int, int, int, int, "list | None", Any]
+
+
+def _error(index: int, code: int) -> PartitionResponse:
+    # Records empty, not null: Kafka sends MemoryRecords.EMPTY with a partition
+    # error, and librdkafka rejects the whole response on a null record set.
+    return (index, code, -1, -1, -1, None, b"")
+
+
+def _read(broker: Broker, request: Request) -> tuple[list, int, bool]:
     """(topic responses, record bytes found, whether any partition has an error)."""
-    remaining = min(body.max_bytes if version >= 3 else INT32_MAX, broker.fetch_max_bytes)
-    min_one = version >= 3
-    committed = body.isolation_level == READ_COMMITTED
+    remaining = min(request.max_bytes, broker.fetch_max_bytes)
+    aborted = [] if request.isolation_level == READ_COMMITTED else None
+    min_one = True  # KIP-74 (v3+): the first batch found goes whole
     total = 0
     errors = False
     out = []
     get_log = broker.logs.get_log
-    for t in body.topics:
+    for topic, partitions in request.topics:
         parts = []
-        for p in t.partitions:
-            index = p.partition
-            log = get_log(t.topic, index)
+        for index, offset, partition_max_bytes in partitions:
+            log = get_log(topic, index)
             if log is None:
-                parts.append(_partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
             hw = log.high_watermark
-            limit = min(p.partition_max_bytes, remaining)
+            limit = min(partition_max_bytes, remaining)
             records: Any = b""
             try:
                 if limit > 0 or min_one:
-                    s = log.read(p.fetch_offset, max(limit, 0), max_offset=hw,
-                                 min_one_message=min_one)
+                    s = log.read(offset, max(limit, 0), max_offset=hw, min_one_message=min_one)
                     if s.length:
                         records = FileRegion(s.fd, s.position, s.length, s.segment)
                         remaining -= s.length
                         total += s.length
                         min_one = False
-                elif not log.log_start_offset <= p.fetch_offset <= log.log_end_offset:
-                    raise OffsetOutOfRangeError(p.fetch_offset, log.log_start_offset,
+                elif not log.log_start_offset <= offset <= log.log_end_offset:
+                    raise OffsetOutOfRangeError(offset, log.log_start_offset,
                                                 log.log_end_offset)
             except OffsetOutOfRangeError:
-                part = _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE)
-                part["high_watermark"] = part["last_stable_offset"] = hw
-                part["log_start_offset"] = log.log_start_offset
-                parts.append(part)
+                parts.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
+                              log.log_start_offset, None, b""))
                 errors = True
                 continue
             except LogClosedError:
-                parts.append(_partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            parts.append({"partition_index": index, "error_code": 0, "high_watermark": hw,
-                          "last_stable_offset": hw, "log_start_offset": log.log_start_offset,
-                          "aborted_transactions": [] if committed else None,
-                          "preferred_read_replica": -1, "records": records})
-        out.append({"topic": t.topic, "partitions": parts})
+            parts.append((index, 0, hw, hw, log.log_start_offset, aborted, records))
+        out.append((topic, parts))
     return out, total, errors
 
 
-def _encode(header: Any, topics: list[dict], error: int = 0) -> bytes | list:
-    version = header.api_version
-    body = {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": topics}
-    pieces: list = [encode_response_header(header.correlation_id,
-                                           response_header_version(API_KEY, version))]
-    body_encoder(API_KEY, version, "response")(body, pieces.append)
-    framed = frame_parts(pieces)
-    return framed[0] if len(framed) == 1 else framed
-
-
-def handle(broker: Broker, header: Any, body: Any) -> Any:
-    if header.api_version >= 7 and body.session_id != 0:
+def handle_frame(broker: Broker, frame: bytearray) -> Any:
+    """Answer a Fetch request frame (v4-12): the framed response, or an
+    awaitable of it for a fetch that parks or reads cold data.  Malformed
+    frames raise ProtocolError (the router closes the connection)."""
+    request = Request._make(decode_fetch_request(frame))
+    if request.version >= 7 and request.session_id != 0:
         # pylog hands out no fetch sessions (session_id 0 in every response),
         # so a client asking for one has a stale id.
-        return _encode(header, [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    if not _reads_cached(broker, body):
-        return _read_cold(broker, header, body)
-    return _respond(broker, header, body, *_read(broker, body, header.api_version))
+        return encode_fetch_response(request.version, request.correlation_id,
+                                     ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    if not _reads_cached(broker, request):
+        return _read_cold(broker, request)
+    return _respond(broker, request, *_read(broker, request))
 
 
-def _respond(broker: Broker, header: Any, body: Any, topics: list[dict], size: int,
+def _answer(broker: Broker, request: Request, topics: list, size: int,
+            errors: bool) -> bytes | list:
+    if broker.metrics is not None:
+        broker.metrics.fetched(size, topics, errors)
+    return encode_fetch_response(request.version, request.correlation_id, 0, 0, topics)
+
+
+def _respond(broker: Broker, request: Request, topics: list, size: int,
              errors: bool) -> Any:
     """The response when the first read is enough, else park the fetch."""
-    if (size >= body.min_bytes or body.max_wait_ms <= 0 or errors or not body.topics
+    if (size >= request.min_bytes or request.max_wait_ms <= 0 or errors or not request.topics
             or broker.stopping):  # shutting down: answer, do not park
-        if broker.metrics is not None:
-            broker.metrics.fetched(size, topics, errors)
-        return _encode(header, topics)
-    return _park(broker, header, body)
+        return _answer(broker, request, topics, size, errors)
+    return _park(broker, request)
 
 
-def _reads_cached(broker: Broker, body: Any) -> bool:
+def _reads_cached(broker: Broker, request: Request) -> bool:
     """Whether every partition's read finds its pages in the page cache.
 
     A read walks batch headers through the segment's mapping; on cold data
@@ -130,30 +145,29 @@ def _reads_cached(broker: Broker, body: Any) -> bool:
     is a disk read that would stall every connection of the node.
     """
     get_log = broker.logs.get_log
-    limit = body.max_bytes
-    for t in body.topics:
-        for p in t.partitions:
-            log = get_log(t.topic, p.partition)
-            if log is not None and not log.read_is_cached(
-                    p.fetch_offset, min(p.partition_max_bytes, limit)):
+    limit = request.max_bytes
+    for topic, partitions in request.topics:
+        for index, offset, partition_max_bytes in partitions:
+            log = get_log(topic, index)
+            if log is not None and not log.read_is_cached(offset,
+                                                          min(partition_max_bytes, limit)):
                 return False
     return True
 
 
-async def _read_cold(broker: Broker, header: Any, body: Any) -> Any:
+async def _read_cold(broker: Broker, request: Request) -> Any:
     """The same fetch with the reads in a worker thread (they fault the pages
     in, so the sendfile that follows finds them cached)."""
     loop = asyncio.get_running_loop()
-    found = await loop.run_in_executor(broker.executor, _read, broker, body,
-                                       header.api_version)
-    result = _respond(broker, header, body, *found)
-    return await result if inspect.isawaitable(result) else result
+    found = await loop.run_in_executor(broker.executor, _read, broker, request)
+    result = _respond(broker, request, *found)
+    return await result if asyncio.iscoroutine(result) else result
 
 
-async def _park(broker: Broker, header: Any, body: Any) -> Any:
+async def _park(broker: Broker, request: Request) -> Any:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + body.max_wait_ms / 1000
-    keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+    deadline = loop.time() + request.max_wait_ms / 1000
+    keys = [(topic, p[0]) for topic, partitions in request.topics for p in partitions]
     while True:
         woken = loop.create_future()
         timer = loop.call_at(deadline, _wake, woken)
@@ -163,11 +177,9 @@ async def _park(broker: Broker, header: Any, body: Any) -> Any:
         finally:
             timer.cancel()
             broker.remove_waiter(keys, woken)
-        topics, size, errors = _read(broker, body, header.api_version)
-        if size >= body.min_bytes or errors or loop.time() >= deadline or broker.stopping:
-            if broker.metrics is not None:
-                broker.metrics.fetched(size, topics, errors)
-            return _encode(header, topics)
+        topics, size, errors = _read(broker, request)
+        if size >= request.min_bytes or errors or loop.time() >= deadline or broker.stopping:
+            return _answer(broker, request, topics, size, errors)
 
 
 def _wake(fut: asyncio.Future) -> None:
