@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from log_helpers import batch, scan_dir
 
-from pylog.log import Log, LogConfig
+from pylog.log import Log, LogConfig, LogManager
+from pylog.log.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from pylog.records import BatchBuilder
+from pylog.server import producer_state
 
 ROOT = Path(__file__).resolve().parent.parent
 CFG = LogConfig.from_props({"segment.bytes": str(64 * 1024)})
@@ -174,3 +181,145 @@ def test_stray_files_are_removed(tmp_path):
     names = {p.name for p in path.iterdir()}
     assert not {n for n in names if n.endswith((".deleted", ".cleaned", ".swap"))}
     assert "00000000000000999999.index" not in names
+
+
+@pytest.mark.parametrize("index", ["corrupt", "missing"])
+@pytest.mark.parametrize("torn, recovery", [(0, "log-start"), (1, "log-start"),
+                                            (1, "segment-base"), (1, "inside-segment")])
+def test_torn_older_segment_cut_while_its_index_is_rebuilt_drops_later_ones(
+        tmp_path, torn, recovery, index):
+    """A torn tail in a segment that is not the last (rolled, never flushed) at
+    or after the recovery point: the index is rebuilt when the segment is opened,
+    which already cuts it; recovery must still treat it as the cut and delete
+    every later segment (Kafka's recoverLog), not leave a hole in the offsets."""
+    path = fill(tmp_path)
+    before = scan_dir(path)
+    bases = sorted({b[0] for b in before})
+    assert len(bases) > torn + 2
+    base = bases[torn]
+    seg = path / f"{base:020d}.log"
+    cut = seg.stat().st_size // 2 + 7
+    os.truncate(seg, cut)
+    if index == "missing":
+        (path / f"{base:020d}.index").unlink()
+    kept = [b for b in before if b[0] < base or (b[0] == base and b[1] + b[4] <= cut)]
+    end = kept[-1][3] + 1
+    assert end < bases[torn + 1]  # the tail of the torn segment is gone
+    point = {"log-start": 0, "segment-base": base, "inside-segment": base + 3}[recovery]
+    lg = reopen(path, recovery_point=point)
+    assert [s.base_offset for s in lg.segments] == bases[:torn + 1]
+    assert lg.log_end_offset == end
+    assert sorted(p.name for p in path.glob("*.log")) == [f"{b:020d}.log"
+                                                           for b in bases[:torn + 1]]
+    check_continuous(path, end)
+    assert scan_dir(path) == kept
+    assert lg.append(batch(1)).base_offset == end
+    lg.close()
+    lg = reopen(path, clean=True)
+    assert lg.log_end_offset == end + 1
+    assert lg.read(end, 1).first_offset == end
+    lg.close()
+    check_continuous(path, end + 1)
+
+
+CORRUPT_CHECKPOINTS = {
+    "empty": "",
+    "version-only": "0\n",
+    "short-count": "0\n3\nt 0 5\n",
+    "torn-line": "0\n1\nt 0\n",
+    "not-a-number": "0\n1\nt 0 x\n",
+    "nul-filled": "\x00" * 16,
+}
+
+
+@pytest.mark.parametrize("content", list(CORRUPT_CHECKPOINTS.values()),
+                         ids=list(CORRUPT_CHECKPOINTS))
+@pytest.mark.parametrize("name", [RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT])
+def test_unreadable_checkpoint_file_falls_back_instead_of_failing(tmp_path, name, content):
+    """As Kafka's LogManager.loadLogs: an unreadable checkpoint is warned about;
+    recovery then starts at offset 0, or the log starts at its first segment.
+    The other checkpoint still counts, and the next one written is whole."""
+    d = tmp_path / "logs"
+    m = LogManager(d, CFG)
+    lg = m.get_or_create_log("t", 0)
+    for i in range(200):
+        lg.append(batch(1_000 + i, 1000))
+    lg.high_watermark = lg.log_end_offset
+    lg.delete_records_before(10)
+    m.close()
+    assert OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read() == {("t", 0): 200}
+    assert OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read() == {("t", 0): 10}
+    (d / ".kafka_cleanshutdown").unlink()  # a crash: recovery reads the checkpoints
+    (d / name).write_text(content)
+    with pytest.raises(ValueError):
+        OffsetCheckpointFile(d / name).read()
+    m = LogManager(d, CFG)
+    lg = m.get_log("t", 0)
+    assert lg.log_end_offset == 200
+    if name == RECOVERY_POINT_CHECKPOINT:
+        assert (lg.recovery_point, lg.log_start_offset) == (0, 10)
+    else:
+        assert (lg.recovery_point, lg.log_start_offset) == (200, lg.segments[0].base_offset)
+    assert lg.read(lg.log_start_offset, 1).first_offset == lg.log_start_offset
+    assert lg.append(batch(5)).base_offset == 200
+    expected = lg.log_start_offset
+    m.close()
+    assert OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read() == {("t", 0): 201}
+    assert OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read() == {("t", 0): expected}
+    check_continuous(d / "t-0", 201)
+
+
+def _idempotent(producer_id: int, seq: int) -> bytearray:
+    b = BatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=seq)
+    b.append(1_700_000_000_000 + seq, None, b"p%d-s%d" % (producer_id, seq))
+    return bytearray(b.build())
+
+
+def _produce(lg, state, producer_id: int, seq: int):
+    """The broker's produce path for one idempotent batch: ("dup", offset) or
+    ("appended", offset)."""
+    records = _idempotent(producer_id, seq)
+    pb = producer_state.producer_batch(memoryview(records))
+    verdict = state.check(pb)
+    if verdict is not None:
+        assert isinstance(verdict, tuple), verdict
+        return ("dup", verdict[0])
+    r = lg.append(records)
+    state.record(pb, r.base_offset, r.log_append_time)
+    return ("appended", r.base_offset)
+
+
+def test_producer_snapshot_past_the_recovered_log_end_is_not_reused(tmp_path):
+    """A snapshot taken before a crash cut the log below it is deleted on load
+    (Kafka deletes snapshots past the end on truncation).  Kept, a later unclean
+    start would take it as covering the log up to its offset and skip the
+    replay of the batches written there since: a retry of one of them would
+    then be appended a second time."""
+    path = tmp_path / "t-0"
+    lg = Log.open(path, LogConfig())
+    state = producer_state.PartitionProducers()
+    for seq in range(10):
+        assert _produce(lg, state, 1, seq) == ("appended", seq)
+    producer_state.write_snapshot(lg, state, lg.log_end_offset)  # at clean shutdown
+    lg.close()
+    assert [o for o, _ in producer_state._snapshots(path)] == [10]
+    # power loss: offsets 6.. never reached the disk (torn batch at offset 6)
+    torn = next(b for b in scan_dir(path) if b[2] == 6)
+    os.truncate(path / f"{0:020d}.log", torn[1] + 20)
+    lg = reopen(path, LogConfig())
+    assert lg.log_end_offset == 6
+    state = producer_state.load(lg) or producer_state.PartitionProducers()
+    assert all(o <= lg.log_end_offset for o, _ in producer_state._snapshots(path))
+    assert [_produce(lg, state, 2, seq) for seq in range(3)] == [
+        ("appended", 6), ("appended", 7), ("appended", 8)]
+    for seq in range(3):  # past the old snapshot's offset
+        _produce(lg, state, 3, seq)
+    assert lg.log_end_offset == 12
+    lg.close_handlers()  # kill -9 before the next snapshot
+    lg = reopen(path, LogConfig())
+    assert lg.log_end_offset == 12
+    state = producer_state.load(lg) or producer_state.PartitionProducers()
+    assert _produce(lg, state, 2, 2) == ("dup", 8)  # the retry is not written again
+    assert _produce(lg, state, 3, 2) == ("dup", 11)
+    assert lg.log_end_offset == 12
+    lg.close()

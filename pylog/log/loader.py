@@ -69,13 +69,13 @@ class LogLoader:
     def load(self) -> LoadedLog:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._remove_temp_files()
-        segments, rebuilt = self._load_segments()
+        segments, rebuilt, cut = self._load_segments()
         truncated = 0
         if not segments:
             start = max(self.log_start_offset, 0)
             segments = [self._segment(start)]
         elif not self.had_clean_shutdown:
-            truncated = self._recover(segments)
+            truncated = self._recover(segments, cut)
         active = segments[-1]
         active.resize_indexes(self.config.segment_index_bytes)
         next_offset = active.next_offset
@@ -102,13 +102,14 @@ class LogLoader:
                 log.info("deleting index %s whose segment is gone", path)
                 path.unlink(missing_ok=True)
 
-    def _load_segments(self) -> tuple[list[LogSegment], int]:
+    def _load_segments(self) -> tuple[list[LogSegment], int, int | None]:
         bases = []
         for path in self.dir.glob("*" + LOG_SUFFIX):
             if path.stem.isdigit() and len(path.stem) == 20:
                 bases.append(int(path.stem))
         segments = []
         rebuilt = 0
+        cut: int | None = None  # index of the first segment cut while rebuilding its index
         for base in sorted(bases):
             missing = not (self.dir / file_name(base, INDEX_SUFFIX)).exists() or not (
                 self.dir / file_name(base, TIME_INDEX_SUFFIX)).exists()
@@ -129,13 +130,18 @@ class LogLoader:
             truncated = segment.recover()
             if truncated:
                 log.warning("truncated %d invalid bytes of %s", truncated, segment.log_path)
+                if cut is None:
+                    cut = len(segments)
             segment.on_become_inactive()
             rebuilt += 1
             segments.append(segment)
-        return segments, rebuilt
+        return segments, rebuilt, cut
 
-    def _recover(self, segments: list[LogSegment]) -> int:
-        """Rescan the segments from the one holding the recovery point."""
+    def _recover(self, segments: list[LogSegment], cut: int | None = None) -> int:
+        """Rescan the segments from the one holding the recovery point.
+
+        ``cut``: a segment already cut while its index was rebuilt on load;
+        when it lies at or after the recovery point, it is a cut too."""
         first = 0
         for i, segment in enumerate(segments):
             if segment.base_offset <= self.recovery_point:
@@ -146,7 +152,7 @@ class LogLoader:
             truncated = segment.recover()
             if i + 1 < len(segments):
                 segment.on_become_inactive()
-            if truncated:
+            if truncated or i == cut:
                 truncated_total += truncated
                 log.warning("recovery truncated %d bytes of %s at offset %d", truncated,
                             segment.log_path, segment.next_offset)

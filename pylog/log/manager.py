@@ -112,8 +112,20 @@ class LogManager:
         return meta
 
     def _load_logs(self) -> None:
-        recovery = self._recovery_file.read()
-        starts = self._start_file.read()
+        # As Kafka's loadLogs: an unreadable checkpoint is not fatal; recovery
+        # then starts from offset 0 and log start offsets from the first segment.
+        try:
+            recovery = self._recovery_file.read()
+        except (OSError, ValueError) as exc:
+            log.warning("error reading %s, resetting the recovery checkpoint to 0: %s",
+                        self._recovery_file.path, exc)
+            recovery = {}
+        try:
+            starts = self._start_file.read()
+        except (OSError, ValueError) as exc:
+            log.warning("error reading %s, resetting to the base offset of the first "
+                        "segment: %s", self._start_file.path, exc)
+            starts = {}
         for path in sorted(self.dir.iterdir()):
             if not path.is_dir():
                 continue
@@ -174,8 +186,11 @@ class LogManager:
             if found is None:
                 return
             found.close_handlers()
-            doomed = found.dir.with_name(f"{found.dir.name}.{uuid.uuid4().hex}"
-                                         f"{DELETE_DIR_SUFFIX}")
+            # As Kafka's LocalLog.logDeleteDirName: the topic part is cut so the
+            # name fits in 255 bytes (a 249-character topic plus the suffix
+            # would not, and the rename would fail with ENAMETOOLONG).
+            suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            doomed = found.dir.with_name(topic[:255 - len(suffix)] + suffix)
             os.replace(found.dir, doomed)
             shutil.rmtree(doomed, ignore_errors=True)
 

@@ -49,6 +49,8 @@ class Broker:
         # Groups and committed offsets, rebuilt from __consumer_offsets.
         self.groups = GroupCoordinator(self.topics, CoordinatorConfig.from_broker(config))
         self.groups.load()
+        for name in self.topics.finished_deletions:  # see delete_topic
+            self.groups.remove_topic_offsets(name)
         self.producer_ids = ProducerIds(self.log_dir)
         self._producers: dict[TopicPartition, PartitionProducers] = {}
         # Log end offset of each partition's last producer snapshot; partitions

@@ -222,6 +222,14 @@ def load(lg: Log) -> PartitionProducers | None:
     start = lg.log_start_offset
     snaps = _snapshots(lg.dir)
     for offset, path in reversed(snaps):
+        if offset > end:
+            # Taken before a crash cut the log below it (Kafka deletes such
+            # snapshots on truncation): reused later, its entries for lost
+            # batches would stand in for the batches written at those offsets
+            # since, which no replay would ever read.  Use an older one.
+            log.warning("producer snapshot %s is past the log end %d: deleting it", path, end)
+            path.unlink(missing_ok=True)
+            continue
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as exc:

@@ -86,14 +86,24 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self._create_lock = threading.Lock()
+        # Topics whose deletion a crash interrupted and _load finished: their
+        # committed offsets are the broker's to remove once groups are loaded.
+        self.finished_deletions: list[str] = []
         self._load()
 
     def _load(self) -> None:
         saved = json.loads(self.path.read_text()) if self.path.exists() else {}
+        # A deletion that a crash interrupted: finish it (the intent was saved
+        # before the first partition directory went, see delete()).
+        finished = [n for n, entry in saved.items() if entry.get("deleted")]
+        for name in finished:
+            self.logs.delete_topic(name)
+            del saved[name]
+        self.finished_deletions = finished
         counts: dict[str, int] = {}
         for topic, partition in self.logs.logs():
             counts[topic] = max(counts.get(topic, 0), partition + 1)
-        changed = False
+        changed = bool(finished)
         for name, count in counts.items():
             entry = saved.get(name, {})
             topic_id = self._read_partition_id(name) or (
@@ -130,9 +140,11 @@ class TopicRegistry:
         tmp.write_text(f"version: 0\ntopic_id: {_id_text(topic.topic_id)}\n")
         os.replace(tmp, path)
 
-    def _save(self) -> None:
+    def _save(self, deleting: Topic | None = None) -> None:
         data = {t.name: {"id": _id_text(t.topic_id), "partitions": t.partitions,
                          "configs": t.configs} for t in self.topics.values()}
+        if deleting is not None:
+            data[deleting.name] = {"id": _id_text(deleting.topic_id), "deleted": True}
         tmp = self.path.with_name(TOPICS_FILE + ".tmp")
         with open(tmp, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -164,6 +176,12 @@ class TopicRegistry:
         validate_name(name)
         if name in self.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:  # Kafka: '.' and '_' collide in metric names
+            key = name.replace(".", "_")
+            for other in self.topics:
+                if other.replace(".", "_") == key:
+                    raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                     f"Topic '{name}' collides with existing topic: {other}")
         if partitions < 1:
             raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              "Number of partitions must be larger than 0.")
@@ -211,6 +229,7 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
             self.by_id.pop(topic.topic_id, None)
+            self._save(deleting=topic)  # durable intent first: a crash midway finishes it
             self.logs.delete_topic(name)
         self._save()
         return topic

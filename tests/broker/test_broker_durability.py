@@ -3,18 +3,28 @@ consumer, and sendfile on the fetch path observed with strace."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import threading
 import time
 
 import pytest
 from kafka_wire import RawClient, latest_offset, produce_body
+from log_helpers import scan_dir
 from test_broker_protocol import batch, fetch_body, metadata, partition_response
 
 from pylog.io import pagecache
+from pylog.log import LogConfig, LogManager
+from pylog.log.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    OffsetCheckpointFile,
+)
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.records import iter_records
+from pylog.server.topics import TOPICS_FILE, TopicRegistry
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -230,3 +240,176 @@ def test_fetch_of_data_out_of_the_page_cache(broker, topic) -> None:
         # a second client is served meanwhile and after
         with RawClient(broker.bootstrap) as other:
             assert metadata(other, topic).topics[0].error_code == 0
+
+
+def test_unreadable_checkpoint_files_do_not_stop_the_broker(start_broker, tmp_path) -> None:
+    """Torn checkpoint files (as Kafka: warned about, recovery from offset 0 and
+    log start at the first segment) must not keep the broker from starting."""
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    with RawClient(b.bootstrap) as c:
+        metadata(c, "ckpt")
+        for _ in range(4):
+            assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+                "ckpt", 0, batch(3)))).error_code == 0
+    assert b.stop() == 0
+    (data / LOG_START_OFFSET_CHECKPOINT).write_text("0\n")  # torn: the version line only
+    (data / RECOVERY_POINT_CHECKPOINT).write_bytes(bytes(16))  # zeros: size before data
+    (data / ".kafka_cleanshutdown").unlink()
+    b2 = start_broker(log_dir=data, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        assert latest_offset(c, "ckpt") == 12
+        r = c.request(ApiKey.FETCH, 11, fetch_body("ckpt", 0))
+        got = [rec.offset for rec in iter_records(bytes(r.responses[0].partitions[0].records))]
+        assert got == list(range(12))
+        assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            "ckpt", 0, batch(1)))).base_offset == 12
+    assert b2.stop() == 0
+    assert OffsetCheckpointFile(data / RECOVERY_POINT_CHECKPOINT).read()[("ckpt", 0)] == 13
+    assert OffsetCheckpointFile(data / LOG_START_OFFSET_CHECKPOINT).read()[("ckpt", 0)] == 0
+
+
+def test_producer_snapshot_past_the_recovered_end_is_not_reused(start_broker, tmp_path) -> None:
+    """A clean stop writes a producer snapshot at the log end; the tail below it
+    is then lost (power loss).  That snapshot is past the recovered log end and
+    must go: kept, the next unclean start would load it as covering the log up
+    to its offset, skip the replay of the batches written there since, and
+    append a retry of one of them a second time."""
+    data = tmp_path / "data"
+    no_snapshots = "log.flush.offset.checkpoint.interval.ms=3600000"  # only at clean stop
+    b = start_broker(no_snapshots, log_dir=data)
+    p1 = Idempotent(b.bootstrap, "idem")
+    for seq in range(0, 30, 3):
+        assert p1.send(seq).base_offset == seq
+    p1.c.close()
+    assert b.stop() == 0
+    part = data / "idem-0"
+    assert [p.name for p in part.glob("*.snapshot")] == [f"{30:020d}.snapshot"]
+    # the last batches never reached the disk: torn at the batch of offset 18
+    torn = next(x for x in scan_dir(part) if x[2] == 18)
+    os.truncate(part / f"{0:020d}.log", torn[1] + 20)
+    (data / ".kafka_cleanshutdown").unlink()
+    b2 = start_broker(no_snapshots, log_dir=data, port=b.port)
+    p2 = Idempotent(b2.bootstrap, "idem")
+    assert latest_offset(p2.c, "idem") == 18
+    assert [p2.send(seq).base_offset for seq in (0, 3, 6)] == [18, 21, 24]
+    p3 = Idempotent(b2.bootstrap, "idem")
+    assert [p3.send(seq).base_offset for seq in (0, 3, 6)] == [27, 30, 33]
+    b2.kill()  # before any new snapshot
+    b3 = start_broker(no_snapshots, log_dir=data, port=b.port)
+    p2.reconnect(b3.bootstrap)
+    p3.reconnect(b3.bootstrap)
+    retry = p2.send(6)  # its first attempt was written at offset 24
+    assert (retry.error_code, retry.base_offset) == (0, 24)
+    retry = p3.send(6)
+    assert (retry.error_code, retry.base_offset) == (0, 33)
+    assert latest_offset(p2.c, "idem") == 36  # neither was appended twice
+    assert p2.send(9).base_offset == 36
+    p2.c.close()
+    p3.c.close()
+
+
+def _create_topic(c: RawClient, name: str, partitions: int) -> None:
+    r = c.request(ApiKey.CREATE_TOPICS, 7, {"timeout_ms": 5000, "validate_only": False,
+                  "topics": [{"name": name, "num_partitions": partitions,
+                              "replication_factor": 1, "assignments": [], "configs": []}]})
+    assert r.topics[0].error_code == 0
+
+
+def test_interrupted_topic_deletion_is_finished_on_restart(start_broker, tmp_path) -> None:
+    """kill -9 in the middle of DeleteTopics: the deletion was recorded in the
+    topics file first, one partition directory is gone, one renamed for
+    deletion, two untouched.  The restart finishes the deletion instead of
+    bringing the topic back with some partitions emptied."""
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    with RawClient(b.bootstrap) as c:
+        _create_topic(c, "doomed", 4)
+        metadata(c, "kept")
+        for name, partition in [("doomed", 0), ("doomed", 1), ("doomed", 2), ("doomed", 3),
+                                ("kept", 0)]:
+            assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+                name, partition, batch(3)))).error_code == 0
+    _commit(b.bootstrap, [ck.TopicPartition("doomed", 0, 2), ck.TopicPartition("doomed", 3, 1)])
+    b.kill()
+    registry = data / TOPICS_FILE
+    saved = json.loads(registry.read_text())
+    saved["doomed"] = {"id": saved["doomed"]["id"], "deleted": True}
+    registry.write_text(json.dumps(saved))
+    shutil.rmtree(data / "doomed-0")
+    os.replace(data / "doomed-1", data / f"doomed-1.{'0' * 32}-delete")
+    assert (data / "doomed-2").is_dir() and (data / "doomed-3").is_dir()
+    b2 = start_broker(log_dir=data, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        md = metadata(c, "doomed", "kept", allow=False)
+        assert [t.error_code for t in md.topics] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0]
+        assert latest_offset(c, "kept") == 3
+        assert not [d.name for d in data.iterdir() if d.name.startswith("doomed")]
+        assert set(json.loads(registry.read_text())) == {"kept", "__consumer_offsets"}
+        _create_topic(c, "doomed", 2)  # created again: new and empty
+        assert [latest_offset(c, "doomed", p) for p in (0, 1)] == [0, 0]
+    # The old topic's committed offsets went with it, as with a deletion that
+    # was not interrupted (Kafka's handleDeletedPartitions).
+    consumer = ck.Consumer({"bootstrap.servers": b2.bootstrap, "group.id": "g"})
+    try:
+        committed = consumer.committed([ck.TopicPartition("doomed", 0)], timeout=10)
+    finally:
+        consumer.close()
+    assert committed[0].offset == ck.OFFSET_INVALID
+    assert b2.stop() == 0
+    assert set(json.loads(registry.read_text())) == {"doomed", "kept", "__consumer_offsets"}
+
+
+def _commit(bootstrap: str, offsets: list) -> None:
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "g",
+                            "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=offsets, asynchronous=False)
+    finally:
+        consumer.close()
+
+
+class _Crash(Exception):
+    """Stands for kill -9 at that point."""
+
+
+def test_topic_deletion_cut_short_is_recorded_first_and_finished(tmp_path, monkeypatch) -> None:
+    """The deletion intent reaches the topics file before the first partition
+    directory goes; a crash after some of them are gone leaves a state the next
+    start completes (the topic does not come back with emptied partitions)."""
+    d = tmp_path / "data"
+    cfg = LogConfig()
+    logs = LogManager(d, cfg)
+    registry = TopicRegistry(logs, cfg)
+    registry.create("doomed", 4)
+    registry.create("kept", 2)
+    for name, partition in [("doomed", p) for p in range(4)] + [("kept", 0), ("kept", 1)]:
+        logs.get_log(name, partition).append(bytearray(batch(3)))
+    real = logs.delete_log
+    deleted: list[int] = []
+
+    def crash_after_two(topic: str, partition: int) -> None:
+        if len(deleted) == 2:
+            saved = json.loads((d / TOPICS_FILE).read_text())
+            assert saved["doomed"].get("deleted") is True  # recorded before the dirs went
+            raise _Crash
+        real(topic, partition)
+        deleted.append(partition)
+
+    monkeypatch.setattr(logs, "delete_log", crash_after_two)
+    with pytest.raises(_Crash):
+        registry.delete("doomed")
+    assert len([p for p in d.iterdir() if p.name.startswith("doomed-")]) == 2
+    for lg in logs.logs().values():
+        lg.close_handlers()  # no clean close: the process is gone
+
+    logs = LogManager(d, cfg)
+    registry = TopicRegistry(logs, cfg)
+    assert registry.get("doomed") is None and registry.get("kept") is not None
+    assert sorted(logs.logs()) == [("kept", 0), ("kept", 1)]
+    assert not [p for p in d.iterdir() if p.name.startswith("doomed")]
+    assert set(json.loads((d / TOPICS_FILE).read_text())) == {"kept"}
+    assert [logs.get_log("kept", p).log_end_offset for p in (0, 1)] == [3, 3]
+    registry.create("doomed", 2)
+    assert [logs.get_log("doomed", p).log_end_offset for p in (0, 1)] == [0, 0]
+    logs.close()
