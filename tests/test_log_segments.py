@@ -11,7 +11,7 @@ from log_helpers import batch, scan_dir
 
 from pylog.errors import CorruptBatchError
 from pylog.log import Log, LogConfig, OffsetOutOfRangeError, RecordBatchTooLargeError
-from pylog.records import iter_records, read_batches
+from pylog.records import build_batch, iter_records, read_batches
 
 
 def open_log(tmp_path, clock=None, **props):
@@ -260,3 +260,73 @@ def test_a_reserve_left_by_a_crash_is_given_back_at_close(tmp_path):
     reopened.close()
     assert os.stat(path).st_size == size
     assert _allocated(path) < size + 64 * 1024
+
+
+TS = 1_700_000_000_000
+# CreateTime stamps need not grow with offsets (Kafka allows any order).
+UNORDERED = [TS + 1000, TS + 100, TS + 100, TS + 2000]
+
+
+def _lookup(lg, timestamp):
+    found = lg.offset_for_timestamp(timestamp)
+    return None if found is None else (found.offset, found.timestamp)
+
+
+@pytest.mark.parametrize("layout", ["batch-per-record", "one-batch", "one-gzip-batch"])
+def test_offset_for_timestamp_ignores_records_below_the_log_start(tmp_path, layout):
+    """As Kafka's FileRecords.searchForTimestamp: a record below the log start
+    offset is no answer, even when it is the first with a timestamp >= the
+    target; the answer is a live record with its own timestamp, or none."""
+    lg = open_log(tmp_path)
+    if layout == "batch-per-record":
+        for ts in UNORDERED:
+            lg.append(bytearray(build_batch([(ts, None, b"x")])))
+    else:  # one batch of offsets 0-3, straddling the log start below
+        codec = 1 if layout == "one-gzip-batch" else 0
+        lg.append(bytearray(build_batch([(ts, None, b"x") for ts in UNORDERED],
+                                        compression=codec)))
+    assert _lookup(lg, TS + 500) == (0, TS + 1000)
+    lg.delete_records_before(1)
+    assert _lookup(lg, TS + 500) == (3, TS + 2000)  # not (1, TS + 1000)
+    assert _lookup(lg, TS + 100) == (1, TS + 100)
+    assert _lookup(lg, 0) == (1, TS + 100)
+    assert _lookup(lg, TS + 2000) == (3, TS + 2000)
+    assert _lookup(lg, TS + 2001) is None
+    lg.delete_records_before(3)
+    assert _lookup(lg, TS) == (3, TS + 2000)
+    lg.delete_records_before(4)  # everything deleted: nothing to answer
+    assert _lookup(lg, TS + 500) is None
+    assert _lookup(lg, 0) is None
+    assert lg.offset_for_timestamp(-2).offset == 4
+    lg.close()
+
+
+def test_offset_for_timestamp_skips_a_segment_wholly_below_the_log_start(tmp_path):
+    lg = open_log(tmp_path)
+    lg.append(batch(TS + 1000, records=2))  # offsets 0-1
+    lg.roll()
+    lg.append(batch(TS + 100))  # 2
+    lg.append(batch(TS + 3000))  # 3
+    lg.delete_records_before(2)  # segment 0 is all below the start, not deleted yet
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+    assert _lookup(lg, TS + 500) == (3, TS + 3000)
+    assert _lookup(lg, TS) == (2, TS + 100)
+    lg.delete_records_before(4)
+    assert _lookup(lg, TS) is None
+    lg.close()
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_offset_for_timestamp_log_append_time_batch_straddling_the_log_start(tmp_path, codec):
+    clock = [TS]
+    lg = open_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
+    # offsets 0-2, all stamped TS whatever their CreateTime
+    lg.append(bytearray(build_batch([(TS + 9, None, b"x"), (5, None, b"y"), (6, None, b"z")],
+                                    compression=codec)))
+    lg.delete_records_before(1)
+    assert _lookup(lg, 0) == (1, TS)
+    assert _lookup(lg, TS) == (1, TS)
+    assert _lookup(lg, TS + 1) is None
+    lg.delete_records_before(3)
+    assert _lookup(lg, 0) is None
+    lg.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import records as fmt
 from pylog.coordinator.group import Group, GroupState, Member
-from pylog.coordinator.offsets_store import OffsetsStore
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC, OffsetsStore
 from pylog.coordinator.records import OffsetAndMetadata
 from pylog.log import RecordBatchTooLargeError
 from pylog.protocol import ErrorCode
@@ -121,16 +122,26 @@ class GroupCoordinator:
         """Rebuild groups and offsets from ``__consumer_offsets`` (last value wins)."""
         stored: dict[str, fmt.StoredGroup | None] = {}
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for _, (key_bytes, value) in self.store.load():
-            key = fmt.parse_key(key_bytes)
+        for partition, (key_bytes, value) in self.store.load():
+            try:
+                key = fmt.parse_key(key_bytes)
+                if isinstance(key, fmt.OffsetKey):
+                    parsed = None if value is None else fmt.parse_offset_value(value)
+                elif isinstance(key, fmt.GroupKey):
+                    parsed = None if value is None else fmt.parse_group_value(value)
+            except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
+                # One unreadable record must not keep the node from starting.
+                log.warning("skipping an unreadable record in %s-%d: %s",
+                            OFFSETS_TOPIC, partition, exc)
+                continue
             if isinstance(key, fmt.OffsetKey):
                 mine = offsets.setdefault(key.group, {})
-                if value is None:
+                if parsed is None:
                     mine.pop((key.topic, key.partition), None)
                 else:
-                    mine[(key.topic, key.partition)] = fmt.parse_offset_value(value)
+                    mine[(key.topic, key.partition)] = parsed
             elif isinstance(key, fmt.GroupKey):
-                stored[key.group] = None if value is None else fmt.parse_group_value(value)
+                stored[key.group] = parsed
         for group_id in stored.keys() | offsets.keys():
             found = stored.get(group_id)
             group_offsets = offsets.get(group_id, {})
@@ -450,7 +461,9 @@ class GroupCoordinator:
     def _add_member_and_rebalance(self, group: Group, member_id: str,
                                   req: JoinRequest) -> asyncio.Future:
         member = self._new_member(member_id, req)
-        member.join_future = self._loop.create_future()
+        # Kept here: the rebalance may complete synchronously below, answering
+        # the future and clearing member.join_future (_finish_join).
+        fut = member.join_future = self._loop.create_future()
         handle = group.pending_members.pop(member_id, None)
         if handle is not None:
             handle.cancel()
@@ -459,7 +472,7 @@ class GroupCoordinator:
             group.new_member_added = True
         self._heartbeat(group, member)
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
-        return member.join_future
+        return fut
 
     def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
                                      reason: str) -> asyncio.Future:
@@ -469,10 +482,10 @@ class GroupCoordinator:
         member.join_version = req.version
         # A retried JoinGroup replaces the parked one: answer the old so it frees.
         self._finish_join(member, JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
-        member.join_future = self._loop.create_future()
+        fut = member.join_future = self._loop.create_future()
         self._heartbeat(group, member)
-        self._maybe_prepare_rebalance(group, reason)
-        return member.join_future
+        self._maybe_prepare_rebalance(group, reason)  # may answer fut already
+        return fut
 
     def _join_known_member(self, group: Group, req: JoinRequest) -> JoinResult | asyncio.Future:
         member_id = req.member_id

@@ -42,6 +42,7 @@ RESERVE_MAX = 16 * 1024 * 1024
 RESERVE_SLACK = 64 * 1024
 _BATCH_LENGTH = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
+_ATTRIBUTES = struct.Struct(">h")
 _index_append = _native.index_append
 _index_write = _native.index_write
 _ST_NEXT_OFFSET = _native.ST_NEXT_OFFSET
@@ -338,18 +339,33 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int
                                  ) -> TimestampOffset | None:
-        """The first record with timestamp >= ``timestamp`` at or after ``starting_offset``."""
+        """The first record with timestamp >= ``timestamp`` at or after ``starting_offset``.
+
+        As Kafka's ``FileRecords.searchForTimestamp``: records below
+        ``starting_offset`` (the log start offset) are no candidates, so the
+        answer is a live record and its own timestamp, or None.
+        """
         if self._size == 0:
             return None
         entry = self.time_index.lookup(timestamp)
         start = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         buf = self._read_map(self._size)
-        pos, base, last, offset, ts = _native.find_timestamp(buf, start, self._size, timestamp)
-        if pos < 0:
-            return None
-        if offset < 0:  # compressed batch: decode its records to find the record
-            offset, ts = _first_record_at(buf, pos, timestamp, base)
-        return TimestampOffset(ts, max(offset, starting_offset))
+        while True:
+            pos, base, last, offset, ts = _native.find_timestamp(buf, start, self._size,
+                                                                 timestamp)
+            if pos < 0:
+                return None
+            if last >= starting_offset:
+                if offset >= starting_offset:
+                    return TimestampOffset(ts, offset)
+                if offset >= 0 and _ATTRIBUTES.unpack_from(buf, pos + 21)[0] & 0x08:
+                    # LogAppendTime: every record of the batch has its time
+                    return TimestampOffset(ts, starting_offset)
+                # compressed, or the first match lies below the start: decode
+                found = _first_record_at(buf, pos, timestamp, base, starting_offset)
+                if found is not None:
+                    return TimestampOffset(found[1], found[0])
+            start = pos + _BATCH_LENGTH.unpack_from(buf, pos + 8)[0] + 12
 
     # -- roll / flush ------------------------------------------------------
 
@@ -567,9 +583,11 @@ class LogSegment:
         return f"LogSegment(base={self.base_offset}, size={self._size}, path={self.log_path})"
 
 
-def _first_record_at(buf: object, position: int, timestamp: int, base: int) -> tuple[int, int]:
-    """Offset and timestamp of the first record >= ``timestamp`` in a compressed
-    batch (ListOffsets only: decoding is fine off the produce/fetch paths)."""
+def _first_record_at(buf: object, position: int, timestamp: int, base: int,
+                     min_offset: int = -1) -> tuple[int, int] | None:
+    """Offset and timestamp of the first record >= ``timestamp`` at or after
+    ``min_offset`` in a batch, decoded (ListOffsets only: decoding is fine off
+    the produce/fetch paths); None when no record qualifies."""
     from pylog import records
 
     size = _BATCH_LENGTH.unpack_from(buf, position + 8)[0] + 12
@@ -578,8 +596,9 @@ def _first_record_at(buf: object, position: int, timestamp: int, base: int) -> t
         for batch in records.read_batches(view):
             for rec in batch.records():
                 ts = getattr(rec, "timestamp", -1)
-                if ts >= timestamp:
-                    return getattr(rec, "offset", base), ts
+                offset = getattr(rec, "offset", base)
+                if ts >= timestamp and offset >= min_offset:
+                    return offset, ts
     finally:
         view.release()
-    return base, -1
+    return None

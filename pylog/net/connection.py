@@ -118,7 +118,10 @@ class Connection(asyncio.BufferedProtocol):
                 # A write failed on the way (the peer reset): the transport
                 # is going away and connection_lost will cancel every task.
                 return
-            if self._in_progress:
+            if self._must_hold():
+                # Behind a request in progress, a client that does not read
+                # its responses, or a full queue: keep the frame (bytes
+                # read, nothing built for it) until the connection drains.
                 self._held.append(frame)
             else:
                 self._dispatch(frame)
@@ -153,7 +156,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        self._update_reading()
+        self._start_held()
 
     # -- requests --------------------------------------------------------------
 
@@ -214,11 +217,24 @@ class Connection(asyncio.BufferedProtocol):
         self._pump()
         self._start_held()
 
+    def _must_hold(self) -> bool:
+        """Whether a request read now must wait undispatched: one is in
+        progress, the client is not reading its responses (the transport
+        paused us, or a sendfile is waiting for the socket), or MAX_QUEUED
+        answers already wait to be sent.  Each
+        dispatched request builds its response (and pins a dup of a segment
+        fd for fetches), so without this a client that pipelines requests
+        and never reads makes the node hold every response of a whole
+        64 KiB read of requests."""
+        return (self._in_progress or self._write_paused or self._sending
+                or len(self._slots) >= MAX_QUEUED)
+
     def _start_held(self) -> None:
         """Dispatch the requests held behind the one that just finished, in
-        order, until one of them is in progress in turn."""
+        order, until one of them is in progress in turn (or the connection
+        must hold again, see _must_hold)."""
         held = self._held
-        while held and not self._in_progress and not self._closing():
+        while held and not self._must_hold() and not self._closing():
             self._dispatch(held.popleft())
         self._update_reading()
 
@@ -229,7 +245,10 @@ class Connection(asyncio.BufferedProtocol):
             result = slots.popleft().result
             if result is not None:
                 self._send(result)
-        self._update_reading()
+        if self._held and not self._in_progress:
+            self._start_held()  # calls _update_reading
+        else:
+            self._update_reading()
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:

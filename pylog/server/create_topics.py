@@ -27,6 +27,9 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
             if list(a.broker_ids) != [broker.node_id]:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"only node {broker.node_id} exists")
+        if sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
         partitions, rf = len(t.assignments), 1
     if partitions == -1:
         partitions = broker.config["num.partitions"]

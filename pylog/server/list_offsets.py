@@ -36,8 +36,24 @@ def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, An
             "timestamp": found_ts, "offset": offset, "leader_epoch": 0}
 
 
+def _duplicates(body: Any) -> set[tuple[str, int]]:
+    seen: set[tuple[str, int]] = set()
+    dups: set[tuple[str, int]] = set()
+    for t in body.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            (dups if tp in seen else seen).add(tp)
+    return dups
+
+
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     v = header.api_version
+    # As Kafka: every row of a partition named more than once is INVALID_REQUEST.
+    dups = _duplicates(body)
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [_partition(broker, t.name, p, v) for p in t.partitions]}
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST,
+             "old_style_offsets": [], "timestamp": -1, "offset": -1}
+            if (t.name, p.partition_index) in dups else _partition(broker, t.name, p, v)
+            for p in t.partitions]}
         for t in body.topics]}

@@ -45,14 +45,15 @@ async def serve(config: BrokerConfig) -> None:
 
     broker = Broker(config)
     await broker.start()
-    ep = broker.listener
-    # Tests and scripts wait for this exact line.
-    print(f"pylog broker: node {broker.node_id} listening on {ep.host or '0.0.0.0'}:{ep.port}, "
-          f"data in {broker.log_dir}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    ep = broker.listener
+    # Tests and scripts wait for this exact line, and may send SIGTERM as soon
+    # as they read it: the handlers are in place first.
+    print(f"pylog broker: node {broker.node_id} listening on {ep.host or '0.0.0.0'}:{ep.port}, "
+          f"data in {broker.log_dir}", flush=True)
     await stop.wait()
     log.info("shutting down")
     await broker.stop()

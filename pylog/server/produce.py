@@ -37,6 +37,11 @@ API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
 VERSIONS = (MIN_VERSION, MAX_VERSION)
 _BATCH_LENGTH = struct.Struct(">i")  # after the 8-byte base offset
+_ATTRIBUTES = struct.Struct(">h")    # at byte 21 of the batch
+_CONTROL_FLAG = 0x20
+# Kafka's internal topics: only the broker itself writes them (ReplicaManager
+# refuses client appends unless the client id is Kafka's own admin client).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
@@ -49,6 +54,11 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
 
 def _append(broker: Broker, topic: str, index: int, records: Any,
             acks: int) -> PartitionResponse:
+    if topic in INTERNAL_TOPICS:
+        # What a client writes there is read back by the group coordinator at
+        # start: a malformed record would stop the node from starting.
+        return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                      f"Cannot append to internal topic {topic}")
     log = broker.logs.get_log(topic, index)
     if log is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -60,6 +70,11 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         # is also what lets a retried batch be recognised by its sequences.
         return _error(index, ErrorCode.INVALID_RECORD, "Produce requests with version 3 "
                       "and above are only allowed to contain exactly one record batch")
+    if len(records) >= 23 and _ATTRIBUTES.unpack_from(records, 21)[0] & _CONTROL_FLAG:
+        # As Kafka (LogValidator.validateBatch): control batches are the
+        # broker's (transaction markers); consumers cannot read past a bad one.
+        return _error(index, ErrorCode.INVALID_RECORD,
+                      "Clients are not allowed to write control records")
     config = log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,

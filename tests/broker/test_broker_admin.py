@@ -5,6 +5,8 @@ across a restart and in effect."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka_wire import RawClient, latest_offset, produce_body
 
@@ -226,3 +228,75 @@ def test_static_broker_default_is_shown_as_such(start_broker) -> None:
     assert raw["retention.ms"].config_source == 4  # STATIC_BROKER_CONFIG
     assert [s.name for s in raw["retention.ms"].synonyms] == ["log.retention.hours",
                                                               "log.retention.ms"]
+
+
+def test_topic_names_colliding_on_dot_and_underscore_are_refused(broker, admin, topic) -> None:
+    """As Kafka (Topic.hasCollision): '.' and '_' map to the same metric name, so
+    a topic differing from an existing one only by them is INVALID_TOPIC_EXCEPTION,
+    whether through CreateTopics or through Metadata auto-creation."""
+    dotted = f"{topic}.a.b"
+    admin.create_topics([NewTopic(dotted, 1, 1)])[dotted].result(10)
+    with RawClient(broker.bootstrap) as c:
+        r = c.request(ApiKey.CREATE_TOPICS, 7, {"timeout_ms": 5000, "validate_only": False,
+                      "topics": [{"name": f"{topic}_a_b", "num_partitions": 1,
+                                  "replication_factor": 1, "assignments": [], "configs": []}]})
+        assert r.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert f"collides with existing topic: {dotted}" in r.topics[0].error_message
+        md = c.request(ApiKey.METADATA, 9, {"topics": [{"name": f"{topic}.a_b"}],
+                                            "allow_auto_topic_creation": True})
+        assert md.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    fut = admin.create_topics([NewTopic(f"{topic}_a.b", 1, 1)])[f"{topic}_a.b"]
+    with pytest.raises(ck.KafkaException, match="collides"):
+        fut.result(10)
+    names = admin.list_topics(timeout=10).topics
+    assert dotted in names
+    assert not {f"{topic}_a_b", f"{topic}.a_b", f"{topic}_a.b"} & set(names)
+
+
+def test_delete_topic_with_a_249_character_name(broker, admin, topic) -> None:
+    """249 characters is Kafka's longest topic name: deleting it works (the
+    partition directory's rename for deletion keeps within 255 bytes), leaves no
+    directory behind, and the topic created again starts from offset 0."""
+    name = topic.ljust(249, "L")
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(10)
+    assert produce(broker.bootstrap, name, n=5) == 0
+    assert produce(broker.bootstrap, name, n=5, partition=1) == 0
+    admin.delete_topics([name])[name].result(10)
+    assert name not in admin.list_topics(timeout=10).topics
+    assert not [d for d in broker.log_dir.iterdir() if d.name.startswith(topic)]
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    assert len(admin.list_topics(timeout=10).topics[name].partitions) == 1
+    with RawClient(broker.bootstrap) as c:
+        assert latest_offset(c, name) == 0
+        assert produce(broker.bootstrap, name, n=1) == 0
+        assert latest_offset(c, name) == 1
+
+
+@pytest.mark.parametrize("reset", ["earliest", "latest"])
+def test_consumer_below_log_start_resets_per_auto_offset_reset(broker, admin, topic,
+                                                                reset) -> None:
+    """A librdkafka consumer positioned below the log start offset (after
+    DeleteRecords) gets OFFSET_OUT_OF_RANGE and resets per auto.offset.reset:
+    earliest to the log start offset, latest to the end of the log."""
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    assert produce(broker.bootstrap, topic, n=10) == 0
+    tp = ck.TopicPartition(topic, 0, 5)
+    assert admin.delete_records([tp])[tp].result(10).low_watermark == 5
+    c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic,
+                     "auto.offset.reset": reset, "enable.auto.commit": False})
+    try:
+        c.assign([ck.TopicPartition(topic, 0, 2)])
+        first = None
+        deadline = time.monotonic() + 20
+        while first is None and time.monotonic() < deadline:
+            if reset == "latest":  # something past the end to reset onto
+                assert produce(broker.bootstrap, topic, n=1) == 0
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                first = m.offset()
+    finally:
+        c.close()
+    if reset == "earliest":
+        assert first == 5
+    else:
+        assert first is not None and first >= 10

@@ -122,6 +122,36 @@ def test_confluent_idempotent_no_duplicates(broker, topic) -> None:
     check(confluent_consume(broker.bootstrap, topic, N))
 
 
+def test_confluent_offsets_for_times_skip_deleted_records(broker, topic) -> None:
+    """ListOffsets by timestamp answers a live record only (CreateTime stamps
+    need not grow with offsets): not a deleted one's timestamp at the log
+    start offset, and nothing once every record is deleted."""
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for ts in (TS0 + 1000, TS0 + 100, TS0 + 100, TS0 + 2000):  # offsets 0-3
+        p.produce(topic, value=b"x", timestamp=ts, partition=0)
+        assert p.flush(10) == 0
+    tp = ck.TopicPartition(topic, 0)
+
+    def lookup(ts: int) -> tuple[int, int]:
+        found = admin.list_offsets({tp: OffsetSpec.for_timestamp(ts)})[tp].result(10)
+        return found.offset, found.timestamp
+
+    def delete_before(offset: int) -> None:
+        admin.delete_records([ck.TopicPartition(topic, 0, offset)])[
+            ck.TopicPartition(topic, 0, offset)].result(10)
+
+    assert lookup(TS0 + 500) == (0, TS0 + 1000)
+    delete_before(1)
+    assert lookup(TS0 + 500) == (3, TS0 + 2000)  # offset 1 has TS0 + 100
+    assert lookup(TS0) == (1, TS0 + 100)
+    delete_before(4)
+    assert lookup(TS0 + 500) == (-1, -1)
+
+
 # -- kafka-python ----------------------------------------------------------------------
 
 

@@ -129,3 +129,14 @@ def test_kill_9_after_acks_1_loses_nothing(start_broker, tmp_path) -> None:
 
         r = raw.request(ApiKey.PRODUCE, 9, produce_body("crash", 0, batch()))
         assert r.responses[0].partition_responses[0].base_offset == 5000
+
+
+def test_sigterm_right_after_the_ready_line_shuts_down_cleanly(start_broker, tmp_path) -> None:
+    """The SIGTERM handler is in place before the broker prints its ready line,
+    so a supervisor that stops it as soon as it is up gets a clean shutdown:
+    exit code 0 and the clean-shutdown marker (no recovery at the next start)."""
+    for i in range(5):
+        data = tmp_path / f"data-{i}"
+        b = start_broker(log_dir=data)  # returns right after the ready line
+        assert b.stop() == 0, "".join(b.output)
+        assert (data / ".kafka_cleanshutdown").exists()

@@ -382,3 +382,159 @@ def test_malformed_produce_frames_close_and_append_nothing(start_broker, topic) 
         assert partition_response(r).error_code == 0 and partition_response(r).base_offset == 3
     assert b.stop() == 0
     assert "".join(b.output).count("malformed request") == 8
+
+
+def test_fetch_every_version_and_isolation_level(broker, topic) -> None:
+    """Fetch is decoded and encoded in C (``pylog._native.fetch_codec``): every
+    served version answers with the records, the watermarks and, for
+    read_committed, an empty aborted-transactions list (null otherwise)."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for _ in range(2):
+            c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(4)))
+        for version in range(4, 13):
+            for isolation in (0, 1):
+                body = {**fetch_body(topic, 4), "isolation_level": isolation}
+                r = c.request(ApiKey.FETCH, version, body)
+                p = r.responses[0].partitions[0]
+                assert (p.error_code, p.high_watermark, p.last_stable_offset) == (0, 8, 8)
+                assert bytes(p.records)[16:] == batch(4)[16:]  # offset, epoch: the broker's
+                assert p.aborted_transactions == ([] if isolation else None), (version, isolation)
+                if version >= 5:
+                    assert p.log_start_offset == 0
+                if version >= 7:
+                    assert (r.error_code, r.session_id) == (0, 0)
+
+
+def test_fetch_with_a_session_id_gets_fetch_session_id_not_found(broker, topic) -> None:
+    """pylog hands out no fetch sessions, so a session id is always stale."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for version in (7, 12):
+            r = c.request(ApiKey.FETCH, version, {**fetch_body(topic, 0), "session_id": 42,
+                                                  "session_epoch": 3})
+            assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND and r.responses == []
+        # Session id 0 (no session) on the same connection is served.
+        r = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0))
+        assert r.error_code == 0 and r.responses[0].partitions[0].error_code == 0
+
+
+def test_malformed_fetch_frames_close_and_the_broker_serves_others(start_broker, topic) -> None:
+    b = start_broker()
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch()))
+    for version in (4, 11, 12):
+        whole = encode_request(ApiKey.FETCH, version, fetch_body(topic, 0), 7)
+        for frame in (whole[:-7], whole[:14] + b"\xff" * 8):
+            with RawClient(b.bootstrap) as c:
+                c.send_raw(struct.pack(">i", len(frame)) + frame)
+                assert c.is_closed()
+    with RawClient(b.bootstrap) as c:
+        p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
+        assert p.error_code == 0 and bytes(p.records)[16:] == batch()[16:]
+    assert b.stop() == 0
+    assert "".join(b.output).count("malformed request") == 6
+
+
+def test_fetch_partition_errors_carry_empty_records_not_null(broker, topic) -> None:
+    """Kafka answers a partition error with MemoryRecords.EMPTY (a zero-length
+    record set), never null: librdkafka rejects a whole Fetch response with a
+    null record set ("invalid MessageSetSize -1") and so never sees the error."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch()))
+        for version in (4, 11, 12):  # classic and flexible (compact) encodings
+            p = c.request(ApiKey.FETCH, version, fetch_body(topic, 999)).responses[0].partitions[0]
+            assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 3
+            assert p.records is not None and len(p.records) == 0, version
+            body = fetch_body(topic, 0)
+            body["topics"][0]["partitions"][0]["partition"] = 7  # the topic has one
+            p = c.request(ApiKey.FETCH, version, body).responses[0].partitions[0]
+            assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert p.records is not None and len(p.records) == 0, version
+            r = c.request(ApiKey.FETCH, version, fetch_body(f"{topic}-none", 0))
+            p = r.responses[0].partitions[0]
+            assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert p.records is not None and len(p.records) == 0, version
+
+
+def test_list_offsets_duplicate_partition_is_invalid_request(broker, topic) -> None:
+    """As Kafka: a partition named more than once in one ListOffsets request gets
+    INVALID_REQUEST on every row naming it; the other partitions are answered."""
+    other = f"{topic}-other"
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic, other)
+        c.request(ApiKey.PRODUCE, 9, produce_body(other, 0, batch()))
+        for version in (1, 7):
+            r = c.request(ApiKey.LIST_OFFSETS, version, {
+                "replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1},
+                                                   {"partition_index": 0, "timestamp": -2}]},
+                    {"name": other, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+            rows = [(t.name, p.partition_index, p.error_code)
+                    for t in r.topics for p in t.partitions]
+            assert rows == [(topic, 0, ErrorCode.INVALID_REQUEST),
+                            (topic, 0, ErrorCode.INVALID_REQUEST), (other, 0, 0)], version
+            assert r.topics[1].partitions[0].offset == 3
+
+
+def test_create_topics_assignment_indexes_must_be_0_to_n(broker, topic) -> None:
+    """As Kafka: manual replica assignments must name partitions 0..n-1, each
+    once (in any order), else INVALID_REPLICA_ASSIGNMENT and nothing is created."""
+    def create(name: str, version: int, *indexes: int):
+        r = c.request(ApiKey.CREATE_TOPICS, version, {"timeout_ms": 5000, "validate_only": False,
+                      "topics": [{"name": name, "num_partitions": -1, "replication_factor": -1,
+                                  "configs": [], "assignments": [
+                                      {"partition_index": i, "broker_ids": [0]}
+                                      for i in indexes]}]})
+        return r.topics[0].error_code
+
+    with RawClient(broker.bootstrap) as c:
+        for version in (4, 7):
+            gap, dup, ok = (f"{topic}-{version}-{s}" for s in ("gap", "dup", "ok"))
+            assert create(gap, version, 5) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+            assert create(dup, version, 0, 0) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+            assert create(ok, version, 1, 0) == 0
+            md = metadata(c, gap, dup, ok, allow=False)
+            assert [t.error_code for t in md.topics] == [
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0]
+            assert len(md.topics[2].partitions) == 2
+
+
+def test_clients_cannot_write_internal_topics_or_control_batches(start_broker, tmp_path,
+                                                                 topic) -> None:
+    """As Kafka: a client append to __consumer_offsets gets INVALID_TOPIC_EXCEPTION
+    and a client control batch (attributes bit 0x20) gets INVALID_RECORD; neither
+    is appended, so the group coordinator still loads its topic at the next start
+    and consumers are not stuck behind a bogus control batch."""
+    data = tmp_path / "data"
+    b = start_broker("offsets.topic.num.partitions=2", log_dir=data)
+    garbage = BatchBuilder()
+    garbage.append(1_700_000_000_000, b"\x00\x01garbage", b"x")  # a cut-short offset key
+    with RawClient(b.bootstrap) as c:
+        assert c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}).error_code == 0
+        assert len(metadata(c, "__consumer_offsets", allow=False).topics[0].partitions) == 2
+        for index in (0, 1):
+            # The partitions other than the group's are created off the loop.
+            deadline = time.monotonic() + 20
+            while latest_offset(c, "__consumer_offsets", index) != 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            r = c.request(ApiKey.PRODUCE, 9, produce_body("__consumer_offsets", index,
+                                                          garbage.build()))
+            assert partition_response(r).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+            assert latest_offset(c, "__consumer_offsets", index) == 0
+        metadata(c, topic)
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(is_control=True)))
+        assert partition_response(r).error_code == ErrorCode.INVALID_RECORD
+        assert latest_offset(c, topic) == 0
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch()))
+        assert (partition_response(r).error_code, partition_response(r).base_offset) == (0, 0)
+    assert b.stop() == 0
+    b2 = start_broker(log_dir=data, port=b.port)  # raises if the node cannot start
+    with RawClient(b2.bootstrap) as c:
+        assert latest_offset(c, "__consumer_offsets", 0) == 0
+        assert c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}).error_code == 0
+        p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
+        assert p.error_code == 0 and bytes(p.records)[16:] == batch()[16:]

@@ -237,3 +237,29 @@ def test_auto_offset_reset(group_broker, name) -> None:
     finally:
         for c in (earliest, latest, none):
             c.close()
+
+
+def test_lone_member_rejoins_when_its_topic_grows(start_broker, name) -> None:
+    """librdkafka rejoins when CreatePartitions grows its subscribed topic; as
+    the group's only member its JoinGroup completes the rebalance at once.
+    It gets every partition, and the broker logs no failed request."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    broker = start_broker()
+    bs = broker.bootstrap
+    create_topic(bs, name, 1)
+    consumer = ThreadConsumer(bs, name, name)
+    try:
+        wait_for(lambda: consumer.assignment == {0}, 20, "the first assignment")
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_partitions([NewPartitions(name, 3)])[name].result(10)
+        wait_for(lambda: consumer.assignment == {0, 1, 2}, 20, "all 3 partitions")
+        produce(bs, name, 30, 3)
+        wait_for(lambda: len(consumer.values) >= 30, 20, "30 records")
+        assert sorted(consumer.values) == list(range(30))
+        assert not consumer.errors
+    finally:
+        consumer.close()
+    assert broker.stop() == 0
+    out = "".join(broker.output)
+    assert "request handler failed" not in out and "Traceback" not in out, out

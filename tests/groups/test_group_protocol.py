@@ -308,3 +308,100 @@ def test_old_join_versions_complete_after_initial_delay(group_broker, name, vers
         assert elapsed >= REBALANCE_DELAY_MS / 1000 * 0.9
     finally:
         m.close()
+
+
+def test_node_starts_past_an_unreadable_offsets_record(start_broker, name) -> None:
+    """Garbage in __consumer_offsets (put straight into the log here: clients
+    may not produce there) is skipped with a warning when the node loads its
+    groups: it starts, and every committed offset is there."""
+    from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+    from pylog.coordinator.records import offset_key
+    from pylog.log import LogConfig, LogManager
+    from pylog.records import build_batch
+
+    broker = start_broker()
+    bs = broker.bootstrap
+    create_topic(bs, name, 2)
+    groups = [name + "-a", name + "-b"]
+
+    def commit(c: RawClient, group: str, partition: int, offset: int) -> int:
+        return c.request(ApiKey.OFFSET_COMMIT, 2, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+            "retention_time_ms": -1, "topics": [{"name": name, "partitions": [
+                {"partition_index": partition, "committed_offset": offset,
+                 "committed_metadata": ""}]}]}).topics[0].partitions[0].error_code
+
+    with RawClient(bs) as c:
+        assert [commit(c, g, 0, 10 + i) for i, g in enumerate(groups)] == [0, 0]
+    assert broker.stop() == 0
+    logs = LogManager(broker.log_dir, LogConfig())
+    for g in groups:
+        lg = logs.get_log(OFFSETS_TOPIC, partition_for(g, 50))
+        lg.append(bytearray(build_batch([
+            (0, b"\x00\x01garbage", b"x"),  # the group name runs past the key
+            (0, offset_key(g, name, 0), b"\x00\x03\x00"),  # a truncated value
+        ])))
+    logs.close()
+
+    broker = start_broker(log_dir=broker.log_dir, port=broker.port)
+    with RawClient(bs) as c:
+        assert commit(c, groups[0], 1, 3) == 0  # and the node works on
+        r = c.request(ApiKey.OFFSET_FETCH, 8, {"groups": [
+            {"group_id": g, "topics": None} for g in groups]})
+        got = {g.group_id: {p.partition_index: p.committed_offset
+                            for t in g.topics for p in t.partitions} for g in r.groups}
+    assert got == {groups[0]: {0: 10, 1: 3}, groups[1]: {0: 11}}
+    assert broker.stop() == 0
+    out = "".join(broker.output)
+    assert out.count("skipping an unreadable record") == 4, out
+    assert "Traceback" not in out, out
+
+
+@pytest.mark.parametrize("state", ["Stable", "CompletingRebalance"])
+def test_lone_member_rejoin_completes_the_rebalance_within_the_join(group_broker, name,
+                                                                    state) -> None:
+    """The only member rejoining (the leader of a Stable group, or with other
+    protocols before its SyncGroup) is the whole group: the rebalance completes
+    inside the JoinGroup, which is answered at once with the next generation
+    (it used to crash the handler and close the connection)."""
+    m = Member(group_broker.bootstrap, name)
+    try:
+        r = m.join(protocols=[("range", subscription(name))])
+        assert r.error_code == 0 and r.generation_id == 1
+        if state == "Stable":
+            m.send_sync({m.member_id: b"A1"})
+            assert m.recv_sync().assignment == b"A1"
+            protocols = [("range", subscription(name))]  # unchanged: the leader rejoins
+        else:
+            protocols = [("range", subscription(name, name + "-more"))]
+        r = m.join(protocols=protocols)
+        assert (r.error_code, r.generation_id, r.leader) == (0, 2, m.member_id)
+        assert [(x.member_id, bytes(x.metadata)) for x in r.members] == [
+            (m.member_id, protocols[0][1])]
+        m.send_sync({m.member_id: b"A2"})
+        assert m.recv_sync().assignment == b"A2"
+        assert m.heartbeat() == 0
+    finally:
+        m.close()
+
+
+def test_static_member_restart_before_sync_completes_the_rebalance_within_the_join(
+        group_broker, name) -> None:
+    """A lone static member restarting while its group completes a rebalance
+    replaces the old incarnation and completes the next generation at once."""
+    bs = group_broker.bootstrap
+    old, new = Member(bs, name), Member(bs, name)
+    try:
+        r = old.join(instance="inst-1")
+        assert r.error_code == 0 and r.generation_id == 1  # no SyncGroup: Completing
+        r = new.join(instance="inst-1")
+        assert (r.error_code, r.generation_id, r.leader) == (0, 2, new.member_id)
+        assert new.member_id != old.member_id
+        assert [x.member_id for x in r.members] == [new.member_id]
+        new.send_sync({new.member_id: b"mine"})
+        assert new.recv_sync().assignment == b"mine"
+        assert old.heartbeat(instance="inst-1") == E.FENCED_INSTANCE_ID
+        assert new.heartbeat(instance="inst-1") == 0
+    finally:
+        old.close()
+        new.close()

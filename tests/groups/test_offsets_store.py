@@ -207,3 +207,35 @@ def test_partitions_left_missing_are_created_on_restart(tmp_path: Path) -> None:
     assert again.get(OFFSETS_TOPIC).partitions == 5
     assert all(again.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
     again.logs.close()
+
+
+def test_an_unreadable_record_is_skipped_at_load(tmp_path: Path, caplog) -> None:
+    """Garbage in __consumer_offsets (a torn or foreign record) costs that one
+    record, with a warning: the node still starts and every other group's
+    offsets, also those written after the garbage, load."""
+    clock = Clock()
+    c, topics = coordinator(tmp_path, clock)
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 5, 1, "a")])
+    c.commit_offsets("h", -1, "", None, [OffsetCommit("t", 1, 7)])
+    garbage = [
+        (b"\x00\x01garbage", b"x"),  # an offset key whose group runs past its end
+        (b"\x00\x02\x00\x02\xff\xfe", None),  # a group key that is no UTF-8
+        (fmt.offset_key("g", "t", 0), b"\x00\x03\x00\x00"),  # a truncated offset value
+        (fmt.group_key("h"), b"\x00\x03\xff"),  # a truncated group value
+    ]
+    for group in ("g", "h"):  # into each group's own partition
+        c.store.append(group, garbage)
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 2, 9)])  # after the garbage
+    topics.logs.close()
+
+    with caplog.at_level("WARNING", logger="pylog.coordinator.coordinator"):
+        again, topics = coordinator(tmp_path, clock)
+    assert set(again.groups) == {"g", "h"}
+    got = {g: {tp: (o.offset, o.leader_epoch, o.metadata)
+               for tp, o in again.fetch_offsets(g, None).items()} for g in ("g", "h")}
+    assert got == {"g": {("t", 0): (5, 1, "a"), ("t", 2): (9, -1, "")},
+                   "h": {("t", 1): (7, -1, "")}}
+    skipped = [r for r in caplog.records if "unreadable record" in r.getMessage()]
+    assert len(skipped) == 2 * len(garbage)
+    assert all(OFFSETS_TOPIC in r.getMessage() for r in skipped)
+    topics.logs.close()
