@@ -33,6 +33,7 @@ from bigendian cimport rd32, rd64
 from wire cimport (
     Cursor,
     PyUnicode_AsUTF8AndSize,
+    check_partition_answer,
     checked_int,
     fail,
     length_size,
@@ -354,15 +355,9 @@ def encode_fetch_response(int version, object correlation_id, object error_code,
             PyUnicode_AsUTF8AndSize(topic[0], &n)
             run += length_size(n, flexible, 2) + n + length_size(len(parts), flexible, 4)
             for p in parts:
-                if len(p) != 7:
-                    raise ValueError("a partition response is 7 values")
-                # Types and ranges before anything is written (the casts in
-                # the second pass would truncate a float).
-                checked_int(p[0], 32)
-                checked_int(p[1], 16)
-                checked_int(p[2], 64)
-                checked_int(p[3], 64)
-                checked_int(p[4], 64)
+                # Types and ranges before anything is written (the casts would
+                # truncate a float).
+                check_partition_answer(p, 7)
                 run += part_fixed
                 if p[5] is None:
                     run += length_size(-1, flexible, 4)

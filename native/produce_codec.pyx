@@ -27,6 +27,7 @@ from libc.string cimport memcpy
 from wire cimport (
     Cursor,
     PyUnicode_AsUTF8AndSize,
+    check_partition_answer,
     checked_int,
     fail,
     length_size,
@@ -157,15 +158,9 @@ def encode_produce_response(int version, object correlation_id, list responses,
         size += length_size(n, flexible, 2) + n
         size += length_size(len(parts), flexible, 4)
         for p in parts:
-            if len(p) != 6:
-                raise ValueError("a partition response is 6 values")
-            # Types and ranges before anything is written (the casts below
-            # would truncate a float).
-            checked_int(p[0], 32)
-            checked_int(p[1], 16)
-            checked_int(p[2], 64)
-            checked_int(p[3], 64)
-            checked_int(p[4], 64)
+            # Types and ranges before anything is written (the casts would
+            # truncate a float).
+            check_partition_answer(p, 6)
             size += 4 + 2 + 8 + 8  # index, error code, base offset, log append time
             if version >= 5:
                 size += 8  # log start offset

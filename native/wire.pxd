@@ -207,6 +207,20 @@ cdef inline int64_t checked_int(object value, int bits) except? -1:
     return v
 
 
+cdef inline int check_partition_answer(tuple p, Py_ssize_t arity) except -1:
+    """A partition's answer tuple of ``arity`` values checked before anything
+    is written: Produce's and Fetch's both open with (index int32, error code
+    int16, then three int64 offsets or times)."""
+    if len(p) != arity:
+        raise ValueError(f"a partition response is {arity} values")
+    checked_int(p[0], 32)
+    checked_int(p[1], 16)
+    checked_int(p[2], 64)
+    checked_int(p[3], 64)
+    checked_int(p[4], 64)
+    return 0
+
+
 cdef inline uint8_t *put_length(uint8_t *p, Py_ssize_t n, bint flexible, bint wide) noexcept:
     if flexible:
         return p + pylog_uvarint32_encode(<uint32_t>(n + 1), p)
