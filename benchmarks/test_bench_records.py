@@ -147,3 +147,41 @@ def test_record_read(benchmark, read_batch: bytes, impl: str) -> None:
     assert benchmark(READERS[impl], read_batch) == READ_RECORDS * (10 + READ_VALUE)
     if benchmark.stats is not None:
         benchmark.extra_info["records/s"] = READ_RECORDS / benchmark.stats.stats.median
+
+
+# -- deep validation: the produce path's check of a compressed batch ----------
+#
+# ``deep-<codec>``: one batch of 1 MiB of 100-byte records, compressed.  pylog
+# decompresses it into its scratch buffer and walks every record's fields in C
+# (validate(deep=True), CRC32C included); the reference is the decompression
+# alone, by cramjam into a new buffer, measured in the same run.  The ratio is
+# what the check costs above inflating the bytes, which Kafka pays too.
+
+DEEP_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+@pytest.fixture(scope="module")
+def deep_batches() -> dict[str, bytes]:
+    rnd = random.Random(7)
+    recs = [(T0 + i, b"key-%06d" % i, rnd.randbytes(50) * 2) for i in range(MiB // 120)]
+    return {name: native.build_batch(recs, compression=codec)
+            for name, codec in DEEP_CODECS.items()}
+
+
+def pylog_deep(buf: bytes) -> int:
+    return native.validate_summary(buf, deep=True)[1]
+
+
+def decompress_only(buf: bytes) -> int:
+    from pylog.records import compression
+    return len(compression.decompress(buf[22] & 7, memoryview(buf)[61:])) and 1
+
+
+@pytest.mark.parametrize("impl", ["pylog", "decompress-only"])
+@pytest.mark.parametrize("codec", DEEP_CODECS)
+def test_deep_validate(benchmark, deep_batches, codec: str, impl: str) -> None:
+    buf = deep_batches[codec]
+    benchmark.group = f"deep-{codec}"
+    fn = pylog_deep if impl == "pylog" else decompress_only
+    expected = MiB // 120 if impl == "pylog" else 1
+    assert benchmark(fn, buf) == expected

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from record_vectors import T0, VECTOR_IDS, VECTORS
 
 from pylog.errors import CodecError, CorruptBatchError
-from pylog.records import pyrecords
+from pylog.records import compression, pyrecords
 
 native = pytest.importorskip("pylog._native.records")
 
@@ -446,3 +446,158 @@ def _zstd_stream(data: bytes) -> bytes:
 def test_fuzz_random_bytes(data):
     a, b = _outcome(native, data), _outcome(pyrecords, data)
     assert a == b
+
+
+# -- deep validation: the records inside compressed batches (produce path) ----
+
+def _section(records: list[tuple]) -> bytes:
+    return pyrecords.build_batch(records)[61:]
+
+
+def _rec(delta: int, key=b"k", value=b"v", headers=b"\x00") -> bytes:
+    """One record's bytes, fields spelled out, so that each can be broken."""
+    body = (b"\x00" + pyrecords._varlong(0) + pyrecords._varint(delta)
+            + pyrecords._varint(len(key)) + key + pyrecords._varint(len(value)) + value
+            + headers)
+    return pyrecords._varint(len(body)) + body
+
+
+CODEC_IDS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+@pytest.mark.parametrize("codec", list(CODEC_IDS), ids=list(CODEC_IDS.values()))
+def test_deep_accepts_what_builders_write(impl, codec):
+    recs = [(T0 + i, b"k%d" % i, b"v" * i, [("h", b"x")] * (i % 3)) for i in range(200)]
+    buf = impl.build_batch(recs, compression=codec)
+    assert impl.validate_summary(buf, deep=True) == impl.validate_summary(buf)
+    data = records_section(5)
+    two_members = bytes(cramjam.gzip.compress(data[:20])) + bytes(cramjam.gzip.compress(data[20:]))
+    for payload in (bytes(cramjam.lz4.compress(data)), _zstd_stream(data), two_members,
+                    bytes(cramjam.snappy.compress_raw(data))):
+        codec_of = {b"\x04\x22": 3, b"\x28\xb5": 4, b"\x1f\x8b": 1}.get(payload[:2], 2)
+        assert impl.validate_summary(with_payload(codec_of, payload, 5), deep=True)[1] == 5
+
+
+@pytest.mark.parametrize("codec", list(CODEC_IDS), ids=list(CODEC_IDS.values()))
+def test_deep_refuses_payload_that_does_not_decompress(impl, codec):
+    good = compression.compress(codec, records_section(5))
+    for payload in (good[:-7], b"\x00" * 40, good[:12] + bytes(b ^ 0x5A for b in good[12:])):
+        buf = with_payload(codec, payload, 5)
+        impl.validate(buf)  # the CRC is right: only deep sees it
+        err = deep_error(impl, buf)
+        assert err.check in ("decompress", "records"), (payload, err)
+        assert err.batch_index == 0 and str(err).startswith("batch 0 at byte 0: ")
+
+
+def deep_error(impl, buf: bytes) -> CorruptBatchError:
+    with pytest.raises(CorruptBatchError) as e:
+        impl.validate(buf, deep=True)
+    with pytest.raises(CorruptBatchError) as e2:
+        impl.validate_summary(buf, deep=True)
+    assert str(e2.value) == str(e.value)
+    return e.value
+
+
+@pytest.mark.parametrize("section,count,message", [
+    (_section([(T0, b"k", b"v")] * 3), 4,
+     "record 3 (byte 27 of the records): bad or overrunning length"),
+    (_section([(T0, b"k", b"v")] * 3), 2,
+     "record 2 (byte 18 of the records): 9 bytes left over after the last record"),
+    (_rec(0) + _rec(2), 2, "record 1 (byte 9 of the records): offsetDelta 2, expected 1"),
+    (_rec(0) + _rec(1)[:-1] + b"\x05", 2, "record 1 (byte 9 of the records): bad headers count"),
+    (_rec(0, key=b"k" * 5)[:4] + b"\x3e" + _rec(0, key=b"k" * 5)[5:], 1,
+     "record 0 (byte 0 of the records): bad key or value length"),
+    (_rec(0, headers=b"\x02\x01\x00"), 1,
+     "record 0 (byte 0 of the records): bad (or null) header key length"),
+    (_rec(0, headers=b"\x02\x02h\x0a\x02h\x02"), 1,
+     "record 0 (byte 0 of the records): bad header value length"),
+    (b"\x00", 1, "record 0 (byte 0 of the records): empty record"),
+    (b"\x10\x00\x00\x00\x01\x01\x00\x00\x00", 1,
+     "record 0 (byte 0 of the records): fields end 2 bytes before the record's length"),
+    (b"\x02\x00\xff", 1, "record 0 (byte 0 of the records): bad timestampDelta"),
+    (b"\x04\x00\x00", 1, "record 0 (byte 0 of the records): bad offsetDelta"),
+], ids=["count-too-big", "left-over", "delta-gap", "headers-count", "key-overruns",
+        "null-header-key", "header-value-overruns", "empty", "short-fields", "timestamp",
+        "offset-delta"])
+@pytest.mark.parametrize("codec", [0, *CODEC_IDS], ids=["none", *CODEC_IDS.values()])
+def test_deep_record_walk(impl, codec, section, count, message):
+    """Every field of every record, in compressed batches (deep) and, on the
+    produce path (strict), in uncompressed ones."""
+    buf = with_payload(codec, compression.compress(codec, section) if codec else section, count)
+    err = deep_error(impl, buf)
+    assert (err.check, str(err)) == ("records", f"batch 0 at byte 0: {message}")
+    if codec == 0:
+        assert str(check_of(impl, buf)) == str(err)  # strict alone walks them
+
+
+def test_deep_names_the_batch(impl):
+    good = small_batch(impl, compression=4)
+    bad = with_payload(4, compression.compress(4, records_section(2)), 3)
+    err = deep_error(impl, good + bad)
+    assert (err.batch_index, err.position, err.check) == (1, len(good), "records")
+
+
+def _zstd_rle_frame(blocks: int, block: int = 128 * 1024) -> bytes:
+    """A zstd frame of RLE blocks: 4 bytes each that claim ``block`` bytes."""
+    out = bytearray(struct.pack("<I", 0xFD2FB528) + b"\x00\x38")  # no size; 128 KiB window
+    for i in range(blocks):
+        out += (int(i == blocks - 1) | 1 << 1 | block << 3).to_bytes(3, "little") + b"\x00"
+    return bytes(out)
+
+
+def test_decompression_is_bounded():
+    """A few kilobytes that inflate past the limit are refused without the
+    limit's worth of memory being promised to them."""
+    bomb = _zstd_rle_frame(8)  # 1 MiB of zeros from 38 bytes
+    assert compression.inflated_bound(4, bomb) == 1 << 20
+    assert len(compression.decompress_bounded(4, bomb)) == 1 << 20
+    with pytest.raises(CodecError, match="does not decompress within 1000000 bytes"):
+        compression.decompress_bounded(4, bomb, limit=1_000_000)
+    for codec in (1, 2):  # exact sizes: refused before decompressing
+        big = compression.compress(codec, bytes(2 << 20))
+        with pytest.raises(CodecError, match="within 1000000 bytes"):
+            compression.decompress_bounded(codec, big, limit=1_000_000)
+    lz4 = compression.compress(3, bytes(3 << 20))
+    assert compression.inflated_bound(3, lz4) >= 3 << 20
+    with pytest.raises(CodecError, match="within 1000000 bytes"):
+        compression.decompress_bounded(3, lz4, limit=1_000_000)
+
+
+def test_deep_refuses_a_zstd_bomb(impl):
+    blocks = compression.INFLATE_LIMIT // (128 * 1024) + 1
+    buf = with_payload(4, _zstd_rle_frame(blocks), 1)
+    assert len(buf) < 10_000
+    err = deep_error(impl, buf)
+    assert err.check == "decompress" and "does not decompress within" in str(err)
+
+
+def _deep_outcome(impl, buf: bytes):
+    try:
+        return "ok", impl.validate_summary(buf, strict=True, deep=True)
+    except CorruptBatchError as exc:
+        return "corrupt", exc.check, str(exc)
+
+
+def test_fuzz_deep_both_impls_agree():
+    """Mutations inside records sections, compressed or not (the CRC fixed
+    up, so that only the record walk can tell), reported the same by both
+    twins."""
+    rnd = random.Random(99)
+    sections = [records_section(n) for n in (1, 3, 12)]
+    outcomes = {"ok": 0, "corrupt": 0}
+    for _ in range(600):
+        section = bytearray(rnd.choice(sections))
+        count = section.count(b"\x02k\x02v")  # one key "k", value "v" per record
+        for _ in range(rnd.randint(0, 3)):
+            i = rnd.randrange(len(section))
+            section[i] = rnd.randrange(256) if rnd.random() < 0.7 else section[i] ^ 1
+        codec = rnd.choice([0, *CODEC_IDS])  # none: the strict walk alone
+        payload = compression.compress(codec, bytes(section)) if codec else bytes(section)
+        if codec and rnd.random() < 0.2:  # damage the compressed bytes themselves
+            i = rnd.randrange(len(payload))
+            payload = payload[:i] + bytes([payload[i] ^ 0x40]) + payload[i + 1:]
+        buf = with_payload(codec, payload, max(1, count + rnd.choice((0, 0, 0, 1, -1))))
+        a, b = _deep_outcome(native, buf), _deep_outcome(pyrecords, buf)
+        assert a == b, buf.hex()
+        outcomes[a[0]] += 1
+    assert outcomes["ok"] > 50 and outcomes["corrupt"] > 200, outcomes

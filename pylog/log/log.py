@@ -186,7 +186,9 @@ class Log:
                 view = view.cast("B")
         size = len(view)
         # One native pass: sizes, magic, CRC32C, counts; no per-batch objects.
-        batches, messages, _, max_ts = validate_summary(view)
+        # A compressed batch is decompressed and its records walked (deep), as
+        # Kafka's LogValidator does: a consumer cannot get past a bad one.
+        batches, messages, _, max_ts = validate_summary(view, deep=True)
         if not batches:
             raise ValueError("append of an empty record set")
         config = self.config

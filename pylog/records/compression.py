@@ -1,8 +1,10 @@
 """Compression codecs of record batches, by the codec id in the attributes.
 
-Shared by the native codec and the pure-Python twin; compression is never on
-the broker's hot path (it stores batches as received), only in readers, tools
-and tests.  All four codecs come from ``cramjam``.
+Shared by the native codec and the pure-Python twin.  The broker stores
+batches as received and never compresses; it decompresses each compressed
+batch a client produces once, into a reused buffer of bounded size
+(:func:`decompress_bounded`), to check the records inside.  All four codecs
+come from ``cramjam``.
 
 Formats, as Kafka's Java client writes and reads them:
 
@@ -21,6 +23,8 @@ Formats, as Kafka's Java client writes and reads them:
 from __future__ import annotations
 
 import struct
+import threading
+import zlib
 from collections.abc import Callable
 
 import cramjam
@@ -119,3 +123,216 @@ def decompress(codec: int, data) -> bytes:
         raise
     except Exception as exc:  # cramjam raises DecompressionError, ValueError, ...
         raise CodecError(f"{NAMES[codec]}: cannot decompress: {exc}") from exc
+
+
+# -- bounded decompression (the produce path's check of compressed batches) ----
+#
+# The broker decompresses every compressed batch a client produces, as Kafka's
+# LogValidator does, to check the records inside before it stores the batch.
+# Kafka streams through the records; cramjam decompresses into one buffer, so
+# the size is bounded first, from the codec's own framing, never trusted to
+# the data: a few kilobytes of zstd can claim gigabytes.
+
+INFLATE_LIMIT = 256 * 1024 * 1024  # bytes a produced batch may decompress to
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_BLOCK_MAX = 128 * 1024  # a compressed zstd block regenerates at most this
+_LZ4_MAGIC = 0x184D2204
+_LZ4_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+
+
+def _zstd_bound(view: memoryview) -> int:
+    """Sum over frames: the declared content size, else the blocks' upper bounds."""
+    total, pos, end = 0, 0, len(view)
+    while pos < end:
+        if end - pos < 8:
+            raise CodecError(f"zstd: truncated frame at byte {pos}")
+        (magic,) = struct.unpack_from("<I", view, pos)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            (size,) = struct.unpack_from("<I", view, pos + 4)
+            pos += 8 + size
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise CodecError(f"zstd: bad frame magic 0x{magic:08x} at byte {pos}")
+        fhd = view[pos + 4]
+        fcs_flag, single, has_checksum = fhd >> 6, fhd >> 5 & 1, fhd >> 2 & 1
+        fcs_size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+        p = pos + 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+        if p + fcs_size > end:
+            raise CodecError(f"zstd: truncated frame header at byte {pos}")
+        declared = None
+        if fcs_size:
+            declared = int.from_bytes(view[p:p + fcs_size], "little")
+            declared += 256 if fcs_size == 2 else 0
+        p += fcs_size
+        blocks = 0
+        while True:
+            if p + 3 > end:
+                raise CodecError(f"zstd: truncated block header at byte {p}")
+            header = int.from_bytes(view[p:p + 3], "little")
+            last, kind, size = header & 1, header >> 1 & 3, header >> 3
+            if kind == 3:
+                raise CodecError(f"zstd: reserved block type at byte {p}")
+            p += 3 + (1 if kind == 1 else size)
+            blocks += _ZSTD_BLOCK_MAX if kind == 2 else size
+            if last:
+                break
+        pos = p + 4 * has_checksum
+        total += min(declared, blocks) if declared is not None else blocks
+    return total
+
+
+def _lz4_bound(view: memoryview) -> int:
+    """Sum over frames: the declared content size, else the blocks' upper bounds."""
+    total, pos, end = 0, 0, len(view)
+    while pos < end:
+        if end - pos < 7:
+            raise CodecError(f"lz4: truncated frame at byte {pos}")
+        (magic,) = struct.unpack_from("<I", view, pos)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            (size,) = struct.unpack_from("<I", view, pos + 4)
+            pos += 8 + size
+            continue
+        if magic != _LZ4_MAGIC:
+            raise CodecError(f"lz4: bad frame magic 0x{magic:08x} at byte {pos}")
+        flg, bd = view[pos + 4], view[pos + 5]
+        block_max = _LZ4_BLOCK_MAX.get(bd >> 4 & 7)
+        if block_max is None:
+            raise CodecError(f"lz4: bad block maximum size in byte 0x{bd:02x}")
+        p = pos + 6
+        declared = None
+        if flg & 0x08:
+            declared = int.from_bytes(view[p:p + 8], "little")
+            p += 8
+        p += 4 * (flg & 1) + 1  # dictionary id, header checksum
+        block_checksum = 4 * (flg >> 4 & 1)
+        blocks = 0
+        while True:
+            if p + 4 > end:
+                raise CodecError(f"lz4: truncated block header at byte {p}")
+            (size,) = struct.unpack_from("<I", view, p)
+            p += 4
+            if size == 0:  # end mark
+                break
+            stored, size = size >> 31, size & 0x7FFFFFFF
+            blocks += size if stored else block_max
+            p += size + block_checksum
+        pos = p + 4 * (flg >> 2 & 1)
+        total += min(declared, blocks) if declared is not None else blocks
+    return total
+
+
+def _snappy_bound(view: memoryview) -> int:
+    """Exact: every raw snappy block starts with its uncompressed length."""
+    if len(view) < 16 or view[:8] != _XERIAL_MAGIC:
+        return cramjam.snappy.decompress_raw_len(view)
+    total, pos, end = 0, 16, len(view)
+    while pos < end:
+        if end - pos < 4:
+            raise CodecError(f"snappy: truncated xerial block length at byte {pos}")
+        (size,) = struct.unpack_from(">i", view, pos)
+        if size < 0 or size > end - pos - 4:
+            raise CodecError(f"snappy: xerial block of {size} bytes at byte {pos} "
+                             f"overruns the {end - pos - 4} bytes left")
+        total += cramjam.snappy.decompress_raw_len(view[pos + 4:pos + 4 + size])
+        pos += 4 + size
+    return total
+
+
+def _gzip_bound(view: memoryview) -> int:
+    """ISIZE, the trailer's uncompressed size (mod 2**32) of the last member:
+    Kafka's clients write one member (several are read by _gzip_members)."""
+    if len(view) < 18:
+        raise CodecError(f"gzip: {len(view)} bytes cannot hold a gzip stream")
+    return struct.unpack_from("<I", view, len(view) - 4)[0]
+
+
+_BOUND: dict[int, Callable[[memoryview], int]] = {
+    GZIP: _gzip_bound, SNAPPY: _snappy_bound, LZ4: _lz4_bound, ZSTD: _zstd_bound}
+
+
+def inflated_bound(codec: int, data) -> int:
+    """An upper bound of what ``data`` decompresses to, read from its framing
+    (exact for snappy and for frames that declare their size); malformed
+    framing raises :class:`CodecError`."""
+    view = memoryview(data).cast("B")
+    try:
+        return _BOUND[codec](view)
+    except CodecError:
+        raise
+    except KeyError:
+        raise CodecError(f"unknown compression codec {codec!r}") from None
+    except Exception as exc:  # struct.error, cramjam's errors on a bad preamble
+        raise CodecError(f"{NAMES[codec]}: cannot decompress: {exc}") from exc
+
+
+def _snappy_decompress_into(view: memoryview, out: memoryview) -> int:
+    if len(view) < 16 or view[:8] != _XERIAL_MAGIC:
+        return cramjam.snappy.decompress_raw_into(view, out)
+    pos, end, n = 16, len(view), 0
+    while pos < end:  # the framing was checked by _snappy_bound
+        (size,) = struct.unpack_from(">i", view, pos)
+        n += cramjam.snappy.decompress_raw_into(view[pos + 4:pos + 4 + size], out[n:])
+        pos += 4 + size
+    return n
+
+
+_DECOMPRESS_INTO: dict[int, Callable[[memoryview, memoryview], int]] = {
+    GZIP: cramjam.gzip.decompress_into,
+    SNAPPY: _snappy_decompress_into,
+    LZ4: cramjam.lz4.decompress_into,
+    ZSTD: cramjam.zstd.decompress_into,
+}
+
+
+def _gzip_members(view: memoryview, limit: int) -> bytearray:
+    """Every member of a multi-member gzip stream (Java's GZIPInputStream reads
+    them all), stepwise so that no more than ``limit`` bytes are ever held."""
+    out = bytearray()
+    data: bytes | memoryview = view
+    while len(data):
+        d = zlib.decompressobj(wbits=31)
+        out += d.decompress(data, limit - len(out) + 1)
+        if len(out) > limit:
+            raise CodecError(f"gzip: does not decompress within {limit} bytes")
+        if not d.eof:
+            raise CodecError("gzip: cannot decompress: truncated stream")
+        data = d.unused_data
+    return out
+
+
+class _Scratch(threading.local):
+    buf: bytearray = bytearray()
+
+
+_scratch = _Scratch()
+_SCRATCH_KEEP = 16 * 1024 * 1024  # larger buffers are let go after use
+
+
+def decompress_bounded(codec: int, data, limit: int = INFLATE_LIMIT) -> memoryview:
+    """Decompress ``data`` into this thread's scratch buffer and return a view of
+    the result, valid until the next call on this thread.  Data that does not
+    decode, or decodes to more than ``limit`` bytes, raises :class:`CodecError`;
+    nothing of size ``limit`` is allocated unless the framing promises it."""
+    view = memoryview(data).cast("B")
+    bound = inflated_bound(codec, view)
+    if bound > limit and codec in (GZIP, SNAPPY):  # their bounds are sizes
+        raise CodecError(f"{NAMES[codec]}: does not decompress within {limit} bytes")
+    size = min(bound, limit)
+    buf = _scratch.buf
+    if len(buf) < size:
+        buf = bytearray(size)
+    try:
+        n = _DECOMPRESS_INTO[codec](view, memoryview(buf)[:size])
+    except Exception as exc:  # cramjam's DecompressionError: corrupt, or too big
+        if codec == GZIP:  # ISIZE is the last member's only
+            try:
+                return memoryview(_gzip_members(view, limit))
+            except zlib.error as err:
+                raise CodecError(f"gzip: cannot decompress: {err}") from err
+        if bound > limit:
+            raise CodecError(f"{NAMES[codec]}: does not decompress within "
+                             f"{limit} bytes") from exc
+        raise CodecError(f"{NAMES[codec]}: cannot decompress: {exc}") from exc
+    finally:
+        _scratch.buf = buf if len(buf) <= _SCRATCH_KEEP else bytearray()
+    return memoryview(buf)[:n]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 
 from pylog.errors import CodecError, CorruptBatchError
-from pylog.records.compression import compress, decompress
+from pylog.records.compression import compress, decompress, decompress_bounded
 
 try:
     from pylog._native.crc32c import crc32c as _crc32c
@@ -42,7 +42,7 @@ ATTR_CONTROL = 0x20
 ATTR_DELETE_HORIZON = 0x40
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
-               "record_count", "control", "records")
+               "record_count", "control", "records", "decompress")
 
 BATCH_FIELDS = (
     "base_offset", "last_offset_delta", "last_offset", "partition_leader_epoch", "magic",
@@ -229,7 +229,8 @@ def _check_fields(info: BatchInfo, strict: bool) -> None:
 
 def _check_body(buf, info: BatchInfo, strict: bool) -> None:
     """CRC first (a corrupt byte is reported as such), then the fields it
-    covers, then for uncompressed batches the walk over the record lengths."""
+    covers, then for uncompressed batches the walk over the records (every
+    field when ``strict``, their lengths only otherwise)."""
     start, end = info.position, info.position + info.size
     computed = crc32c(memoryview(buf)[start + OFF_ATTRIBUTES:end])
     if computed != info.crc:
@@ -238,8 +239,11 @@ def _check_body(buf, info: BatchInfo, strict: bool) -> None:
     _check_fields(info, strict)
     if info.compression:
         return
-    # Uncompressed: the record lengths must tile the records section exactly.
     p = start + HEADER_SIZE
+    if strict:
+        _walk_records(memoryview(buf)[p:end], info.record_count)
+        return
+    # The record lengths must tile the records section exactly.
     for i in range(info.record_count):
         try:
             length, q = _read_varint(buf, p, end)
@@ -258,10 +262,86 @@ def _check_body(buf, info: BatchInfo, strict: bool) -> None:
                                   f"{info.record_count} records of the batch")
 
 
-def _check(buf, n: int, pos: int, index: int, strict: bool) -> BatchInfo:
+def _skip_bytes(data, p: int, rend: int, nullable: bool) -> int:
+    length, p = _read_varint(data, p, rend)
+    if length < (-1 if nullable else 0) or length > rend - p:
+        raise _BadVarint(False)
+    return p + max(length, 0)
+
+
+def _walk_records(data, count: int) -> None:
+    """Every field of ``count`` records, as a consumer parses them (see the
+    native twin's walk_records)."""
+    p, end = 0, len(data)
+    for k in range(count):
+        rstart = p
+
+        def fail(what: str, k: int = k, at: int = rstart):
+            raise _Failure("records", f"record {k} (byte {at} of the records): {what}")
+
+        try:
+            length, p = _read_varint(data, p, end)
+            if length < 0 or length > end - p:
+                raise _BadVarint(False)
+        except _BadVarint:
+            fail("bad or overrunning length")
+        rend = p + length
+        if p >= rend:
+            fail("empty record")
+        p += 1  # attributes: unused
+        try:
+            _, p = _read_varlong(data, p, rend)
+        except _BadVarint:
+            fail("bad timestampDelta")
+        try:
+            delta, p = _read_varint(data, p, rend)
+        except _BadVarint:
+            fail("bad offsetDelta")
+        if delta != k:
+            fail(f"offsetDelta {delta}, expected {k}")
+        try:
+            p = _skip_bytes(data, _skip_bytes(data, p, rend, True), rend, True)
+        except _BadVarint:
+            fail("bad key or value length")
+        try:
+            hcount, p = _read_varint(data, p, rend)
+            if hcount < 0 or hcount * 2 > rend - p:
+                raise _BadVarint(False)
+        except _BadVarint:
+            fail("bad headers count")
+        for _ in range(hcount):
+            try:
+                p = _skip_bytes(data, p, rend, False)
+            except _BadVarint:
+                fail("bad (or null) header key length")
+            try:
+                p = _skip_bytes(data, p, rend, True)
+            except _BadVarint:
+                fail("bad header value length")
+        if p != rend:
+            fail(f"fields end {rend - p} bytes before the record's length")
+    if p != end:
+        raise _Failure("records", f"record {count} (byte {p} of the records): "
+                                  f"{end - p} bytes left over after the last record")
+
+
+def _check_compressed(buf, info: BatchInfo) -> None:
+    start = info.position + HEADER_SIZE
+    try:
+        inflated = decompress_bounded(info.compression,
+                                      memoryview(buf)[start:info.position + info.size])
+    except CodecError as exc:
+        raise _Failure("decompress", str(exc)) from None
+    with inflated:
+        _walk_records(inflated, info.record_count)
+
+
+def _check(buf, n: int, pos: int, index: int, strict: bool, deep: bool = False) -> BatchInfo:
     try:
         info = _scan_header(buf, n, pos)
         _check_body(buf, info, strict)
+        if deep and info.compression:
+            _check_compressed(buf, info)
     except _Failure as f:
         raise CorruptBatchError(f"batch {index} at byte {pos}: {f.message}",
                                 batch_index=index, position=pos, check=f.check) from None
@@ -272,20 +352,21 @@ def _view(buf) -> memoryview:
     return memoryview(buf).cast("B")
 
 
-def validate(buf, *, strict: bool = True) -> list[BatchInfo]:
+def validate(buf, *, strict: bool = True, deep: bool = False) -> list[BatchInfo]:
     """Check every batch in ``buf``; return their facts (see the native twin)."""
     view = _view(buf)
     out, pos, n = [], 0, len(view)
     while pos < n:
-        info = _check(view, n, pos, len(out), strict)
+        info = _check(view, n, pos, len(out), strict, deep)
         out.append(info)
         pos += info.size
     return out
 
 
-def validate_summary(buf, *, strict: bool = True) -> tuple[int, int, int, int]:
+def validate_summary(buf, *, strict: bool = True,
+                     deep: bool = False) -> tuple[int, int, int, int]:
     """``(batch_count, record_count, offset_count, max_timestamp)``."""
-    infos = validate(buf, strict=strict)
+    infos = validate(buf, strict=strict, deep=deep)
     return (len(infos), sum(i.record_count for i in infos),
             sum(i.last_offset_delta + 1 for i in infos),
             max((i.max_timestamp for i in infos), default=-1))

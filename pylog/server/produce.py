@@ -42,6 +42,9 @@ _CONTROL_FLAG = 0x20
 # Kafka's internal topics: only the broker itself writes them (ReplicaManager
 # refuses client appends unless the client id is Kafka's own admin client).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# CorruptBatchError checks of what a correct CRC vouches for: Kafka's
+# InvalidRecordException (LogValidator.validateBatch and its record walk).
+_RECORD_CHECKS = frozenset({"record_count", "control", "records", "decompress"})
 
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
@@ -94,7 +97,13 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     try:
         result = log.append(records)
     except CorruptBatchError as exc:
-        return _error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+        # As Kafka: a batch that fails its CRC or framing is CORRUPT_MESSAGE
+        # (retriable: the bytes were damaged on the way); records that do not
+        # parse, or do not decompress, under a correct CRC are INVALID_RECORD
+        # (not retriable: the producer built them so).
+        code = (ErrorCode.INVALID_RECORD if exc.check in _RECORD_CHECKS
+                else ErrorCode.CORRUPT_MESSAGE)
+        return _error(index, code, str(exc))
     except RecordBatchTooLargeError as exc:
         return _error(index, ErrorCode.MESSAGE_TOO_LARGE, str(exc))
     except LogClosedError as exc:  # deleted while the request was on its way

@@ -8,7 +8,8 @@ import time
 from kafka_wire import RawClient, latest_offset, produce_body
 
 from pylog.protocol import ApiKey, ErrorCode, encode_request
-from pylog.records import BatchBuilder
+from pylog.records import BatchBuilder, compression
+from pylog.records.pyrecords import crc32c
 
 
 def batch(n: int = 3, **kwargs: int) -> bytes:
@@ -538,3 +539,35 @@ def test_clients_cannot_write_internal_topics_or_control_batches(start_broker, t
         assert c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}).error_code == 0
         p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
         assert p.error_code == 0 and bytes(p.records)[16:] == batch()[16:]
+
+
+def _recompressed(good: bytes, payload: bytes) -> bytes:
+    """``good``'s header around another records section, its CRC made right."""
+    buf = bytearray(good[:61] + payload)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+def test_compressed_batches_are_checked_inside(broker, topic) -> None:
+    """As Kafka's LogValidator: a compressed batch whose CRC is right but whose
+    payload does not decompress, or holds records that do not parse, gets
+    INVALID_RECORD and is not stored (a consumer could not get past it); the
+    same records well compressed are stored and read back."""
+    good = batch(5, compression=4)
+    section = compression.decompress(4, good[61:])
+    bad = [_recompressed(good, good[61:70] + b"\x00" * (len(good) - 70)),  # not zstd
+           _recompressed(good, compression.compress(4, section[:-1])),  # last record cut
+           _recompressed(good, compression.compress(4, section + section[-9:]))]  # bytes over
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        for records in bad:
+            r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, records))
+            p = partition_response(r)
+            assert p.error_code == ErrorCode.INVALID_RECORD, p
+            assert p.error_message.startswith("batch 0 at byte 0: ")
+        assert latest_offset(c, topic) == 0
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, good))
+        assert (partition_response(r).error_code, partition_response(r).base_offset) == (0, 0)
+        p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
+        assert p.error_code == 0 and bytes(p.records)[16:] == good[16:]
