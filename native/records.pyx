@@ -34,7 +34,8 @@ from cpython.buffer cimport (PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (INT64_MAX, INT64_MIN, int8_t, int16_t, int32_t, int64_t, uint8_t,
+                          uint16_t, uint32_t, uint64_t)
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
@@ -78,6 +79,7 @@ cdef enum:
     CHECK_CONTROL
     CHECK_RECORDS
     CHECK_DECOMPRESS
+    CHECK_TIMESTAMP
 
 cdef struct batch_header:
     int64_t base_offset
@@ -105,6 +107,7 @@ cdef struct failure:
     int64_t b
     int64_t c
     int64_t d
+    int64_t e
 
 
 cdef extern from *:
@@ -171,17 +174,18 @@ cdef enum:
     MIN_RECORD = 7
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
-               "record_count", "control", "records", "decompress")
+               "record_count", "control", "records", "decompress", "timestamp")
 
 
 cdef inline int _fail(failure *f, int check, int reason, int64_t a=0, int64_t b=0,
-                      int64_t c=0, int64_t d=0) noexcept nogil:
+                      int64_t c=0, int64_t d=0, int64_t e=0) noexcept nogil:
     f.check = check
     f.reason = reason
     f.a = a
     f.b = b
     f.c = c
     f.d = d
+    f.e = e
     return check
 
 
@@ -266,17 +270,19 @@ cdef inline int _skip_bytes(const uint8_t **pp, const uint8_t *rend, bint nullab
 
 
 cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
+                      int64_t base_ts, int64_t ts_lo, int64_t ts_hi,
                       failure *f) noexcept nogil:
     """Every field of ``count`` records, as a consumer parses them (Kafka's
     DefaultRecord.readFrom): each record fills its own length exactly, the
     offset deltas run 0, 1, 2, ... and the records fill the section exactly.
     A correct CRC only proves these are the bytes the producer sent.  About
-    4 ns a record."""
+    4 ns a record.  Record timestamps (CreateTime: base + delta) other than -1
+    must lie in [ts_lo, ts_hi] (message.timestamp.before/after.max.ms)."""
     cdef const uint8_t *p = start
     cdef const uint8_t *rstart
     cdef const uint8_t *rend
     cdef int32_t k, j, length, delta, hcount
-    cdef int64_t ts_delta
+    cdef int64_t ts_delta, ts
     cdef int n
     for k in range(count):
         rstart = p
@@ -291,6 +297,9 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
         n = pylog_varlong_decode(p, rend, &ts_delta)
         if n < 0:
             return _fail(f, CHECK_RECORDS, WALK_TIMESTAMP, k, rstart - start)
+        ts = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)  # wraps, as in Java
+        if (ts < ts_lo or ts > ts_hi) and ts != -1:
+            return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, ts_lo, ts_hi)
         p += n
         n = pylog_varint_decode(p, rend, &delta)
         if n < 0:
@@ -319,7 +328,7 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
 
 
 cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
-                    failure *f) noexcept nogil:
+                    failure *f, int64_t ts_lo=INT64_MIN, int64_t ts_hi=INT64_MAX) noexcept nogil:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records: every
     field when ``strict`` (what a client sends, as Kafka's LogValidator),
@@ -338,7 +347,7 @@ cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
         return CHECK_OK
     p += HEADER_SIZE
     if strict:
-        return walk_records(p, end, h.record_count, f)
+        return walk_records(p, end, h.record_count, h.base_timestamp, ts_lo, ts_hi, f)
     # The record lengths must tile the records section exactly.
     for i in range(h.record_count):
         n = pylog_varint_decode(p, end, &length)
@@ -376,6 +385,9 @@ cdef str _describe(const failure *f):
         return f"magic {f.a}, expected 2"
     if c == CHECK_CRC:
         return f"CRC32C mismatch: stored 0x{f.a:08x}, computed 0x{f.b:08x}"
+    if c == CHECK_TIMESTAMP:
+        return (f"record {f.a} (byte {f.b} of the records): timestamp {f.c} is out of range: "
+                f"it should be within [{f.d}, {f.e}]")
     if c == CHECK_COMPRESSION:
         return f"unknown compression codec {f.a}"
     if c == CHECK_RECORD_COUNT:
@@ -409,8 +421,8 @@ cdef object _raise(Py_ssize_t index, Py_ssize_t pos, const failure *f):
                             batch_index=index, position=pos, check=CHECK_NAMES[f.check])
 
 
-cdef int _check_compressed(const uint8_t *buf, const batch_header *h,
-                           Py_ssize_t index) except -1:
+cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t index,
+                           int64_t ts_lo, int64_t ts_hi) except -1:
     """Decompress the batch (bounded: compression.decompress_bounded) and walk
     every record inside; one Python call per batch, none per record."""
     cdef Py_buffer out
@@ -430,7 +442,7 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h,
     try:
         with nogil:
             rc = walk_records(<const uint8_t *>out.buf, <const uint8_t *>out.buf + out.len,
-                              h.record_count, &f)
+                              h.record_count, h.base_timestamp, ts_lo, ts_hi, &f)
     finally:
         PyBuffer_Release(&out)
         inflated.release()
@@ -440,7 +452,8 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h,
 
 
 cdef inline int _check(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t index,
-                       bint strict, batch_header *h, bint deep=False) except -1:
+                       bint strict, batch_header *h, bint deep=False,
+                       int64_t ts_lo=INT64_MIN, int64_t ts_hi=INT64_MAX) except -1:
     """Full check of the batch at ``pos``: header, then CRC and record walk;
     ``deep``, the records inside a compressed batch too."""
     cdef failure f
@@ -448,13 +461,13 @@ cdef inline int _check(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py
     if rc == CHECK_OK:
         if h.size >= NOGIL_BYTES:
             with nogil:
-                rc = check_body(buf, h, strict, &f)
+                rc = check_body(buf, h, strict, &f, ts_lo, ts_hi)
         else:
-            rc = check_body(buf, h, strict, &f)
+            rc = check_body(buf, h, strict, &f, ts_lo, ts_hi)
     if rc != CHECK_OK:
         _raise(index, pos, &f)
     if deep and h.attributes & ATTR_COMPRESSION_MASK:
-        _check_compressed(buf, h, index)
+        _check_compressed(buf, h, index, ts_lo, ts_hi)
     return 0
 
 
@@ -597,21 +610,27 @@ def validate(buf, *, bint strict=True, bint deep=False) -> list:
     return out
 
 
-def validate_summary(buf, *, bint strict=True, bint deep=False) -> tuple:
+def validate_summary(buf, *, bint strict=True, bint deep=False,
+                     tuple timestamps=None) -> tuple:
     """Like :func:`validate`, without per-batch objects.
 
     Returns ``(batch_count, record_count, offset_count, max_timestamp)``;
     ``offset_count`` is the number of offsets :func:`stamp` will assign (the
     sum of ``lastOffsetDelta + 1``), ``max_timestamp`` is -1 for no batches.
+    ``timestamps=(lo, hi)``, with ``strict``: every record's timestamp (but
+    -1, none) must lie in that range, else the check "timestamp" fails.
     """
     cdef Py_buffer view
     cdef batch_header h
     cdef Py_ssize_t pos = 0, index = 0
     cdef int64_t records = 0, offsets = 0, max_ts = -1
+    cdef int64_t ts_lo = INT64_MIN, ts_hi = INT64_MAX
+    if timestamps is not None:
+        ts_lo, ts_hi = timestamps
     _get_buffer(buf, &view, PyBUF_SIMPLE)
     try:
         while pos < view.len:
-            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep)
+            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep, ts_lo, ts_hi)
             records += h.record_count
             offsets += <int64_t>h.last_offset_delta + 1
             if h.max_timestamp > max_ts:

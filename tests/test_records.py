@@ -601,3 +601,42 @@ def test_fuzz_deep_both_impls_agree():
         assert a == b, buf.hex()
         outcomes[a[0]] += 1
     assert outcomes["ok"] > 50 and outcomes["corrupt"] > 200, outcomes
+
+
+# -- record timestamps (message.timestamp.before/after.max.ms) ----------------
+
+@pytest.mark.parametrize("codec", [0, *CODEC_IDS], ids=["none", *CODEC_IDS.values()])
+def test_timestamp_limits(impl, codec):
+    recs = [(T0, b"k", b"v"), (T0 + 5, b"k", b"v"), (T0 + 10, b"k", b"v")]
+    buf = impl.build_batch(recs, compression=codec)
+    assert impl.validate_summary(buf, deep=True, timestamps=(T0, T0 + 10))[1] == 3
+    for limits, k, ts in (((T0 + 1, T0 + 10), 0, T0), ((T0, T0 + 9), 2, T0 + 10),
+                          ((T0 + 6, T0 + 7), 0, T0)):
+        with pytest.raises(CorruptBatchError) as e:
+            impl.validate_summary(buf, deep=True, timestamps=limits)
+        assert e.value.check == "timestamp"
+        assert str(e.value).startswith(f"batch 0 at byte 0: record {k} (byte ")
+        assert str(e.value).endswith(f"timestamp {ts} is out of range: it should be "
+                                     f"within [{limits[0]}, {limits[1]}]")
+    # Without limits, or not strict, or compressed and not deep: no check.
+    assert impl.validate_summary(buf, strict=False, timestamps=(0, 1))[1] == 3
+    if codec:
+        assert impl.validate_summary(buf, timestamps=(0, 1))[1] == 3
+
+
+def test_timestamp_none_is_not_checked(impl):
+    """-1 is "no timestamp" (old clients): Kafka checks only real ones."""
+    buf = impl.build_batch([(-1, b"k", b"v")])
+    assert impl.validate_summary(buf, timestamps=(T0, T0))[1] == 1
+
+
+def test_timestamp_limits_twins_agree_on_wrapping():
+    buf = bytearray(pyrecords.build_batch([(T0, b"k", b"v")]))
+    struct.pack_into(">q", buf, 27, (1 << 63) - 1)  # firstTimestamp at the top: +delta wraps
+    i = 61 + 2  # record length, attributes, then timestampDelta (0: one byte)
+    buf[i:i + 1] = pyrecords._varlong(5)  # one byte too
+    recrc(buf)
+    for impl in IMPLS.values():
+        with pytest.raises(CorruptBatchError) as e:
+            impl.validate_summary(bytes(buf), timestamps=(0, 1 << 62))
+        assert e.value.check == "timestamp" and "timestamp -9223372036854775804" in str(e.value)

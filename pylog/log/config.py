@@ -39,6 +39,9 @@ class LogConfig:
     file_delete_delay_ms: int = 60_000                 # file.delete.delay.ms
     max_message_bytes: int = 1024 * 1024 + 12          # max.message.bytes
     message_timestamp_type: str = "CreateTime"         # message.timestamp.type
+    message_timestamp_before_max_ms: int = LONG_MAX    # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = LONG_MAX     # message.timestamp.after.max.ms
+    message_timestamp_difference_max_ms: int = LONG_MAX  # (deprecated in 3.6)
     cleanup_policy: tuple[str, ...] = ("delete",)      # cleanup.policy
     preallocate: bool = False                          # preallocate
     min_insync_replicas: int = 1                       # min.insync.replicas
@@ -55,6 +58,22 @@ class LogConfig:
     @property
     def flush_enabled(self) -> bool:
         return self.flush_messages != LONG_MAX or self.flush_ms != LONG_MAX
+
+    @property
+    def timestamp_window_ms(self) -> tuple[int, int] | None:
+        """How far before and after the append time a CreateTime record's
+        timestamp may be, or None for no limit: as Kafka 3.6's LogConfig, each
+        of before/after falls back to the deprecated difference.max.ms."""
+        if self.message_timestamp_type != "CreateTime":
+            return None
+        diff = self.message_timestamp_difference_max_ms
+        before = self.message_timestamp_before_max_ms
+        after = self.message_timestamp_after_max_ms
+        before = diff if before == LONG_MAX else before
+        after = diff if after == LONG_MAX else after
+        if before == after == LONG_MAX:
+            return None
+        return before, after
 
     @property
     def max_index_entries(self) -> int:
@@ -179,6 +198,13 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "max_message_bytes": ("max.message.bytes", "message.max.bytes", int_value(0, INT_MAX)),
     "message_timestamp_type": ("message.timestamp.type", "log.message.timestamp.type",
                                _choice(TIMESTAMP_TYPES)),
+    "message_timestamp_before_max_ms": ("message.timestamp.before.max.ms",
+                                        "log.message.timestamp.before.max.ms", int_value(0)),
+    "message_timestamp_after_max_ms": ("message.timestamp.after.max.ms",
+                                       "log.message.timestamp.after.max.ms", int_value(0)),
+    "message_timestamp_difference_max_ms": ("message.timestamp.difference.max.ms",
+                                            "log.message.timestamp.difference.max.ms",
+                                            int_value(0)),
     "cleanup_policy": ("cleanup.policy", "log.cleanup.policy", _policy),
     "preallocate": ("preallocate", "log.preallocate", bool_value),
     "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", int_value(1, INT_MAX)),

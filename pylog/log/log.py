@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from pylog.io import pagecache
 from pylog.io.backend import IOBackend, get_backend
-from pylog.log.config import LogConfig
+from pylog.log.config import LONG_MAX, LogConfig
 from pylog.log.errors import LogClosedError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from pylog.log.segment import DELETED_SUFFIX, LogSegment
 from pylog.log.time_index import TimestampOffset
@@ -115,6 +115,7 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._log_append_time = config.message_timestamp_type == "LogAppendTime"
+        self._timestamp_window = config.timestamp_window_ms
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig | None = None, *,
@@ -188,7 +189,13 @@ class Log:
         # One native pass: sizes, magic, CRC32C, counts; no per-batch objects.
         # A compressed batch is decompressed and its records walked (deep), as
         # Kafka's LogValidator does: a consumer cannot get past a bad one.
-        batches, messages, _, max_ts = validate_summary(view, deep=True)
+        window = self._timestamp_window  # message.timestamp.before/after.max.ms
+        if window is None:
+            batches, messages, _, max_ts = validate_summary(view, deep=True)
+        else:
+            t = self.time_ms()
+            limits = (max(t - window[0], -LONG_MAX - 1), min(t + window[1], LONG_MAX))
+            batches, messages, _, max_ts = validate_summary(view, deep=True, timestamps=limits)
         if not batches:
             raise ValueError("append of an empty record set")
         config = self.config
@@ -463,6 +470,7 @@ class Log:
         with self._lock:
             self.config = config
             self._log_append_time = config.message_timestamp_type == "LogAppendTime"
+            self._timestamp_window = config.timestamp_window_ms
             self._segments[-1].config = config
 
     # -- page cache --------------------------------------------------------

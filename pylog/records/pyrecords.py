@@ -42,7 +42,7 @@ ATTR_CONTROL = 0x20
 ATTR_DELETE_HORIZON = 0x40
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
-               "record_count", "control", "records", "decompress")
+               "record_count", "control", "records", "decompress", "timestamp")
 
 BATCH_FIELDS = (
     "base_offset", "last_offset_delta", "last_offset", "partition_leader_epoch", "magic",
@@ -227,7 +227,11 @@ def _check_fields(info: BatchInfo, strict: bool) -> None:
         raise _Failure("control", f"control batch holds {count} records, expected 1")
 
 
-def _check_body(buf, info: BatchInfo, strict: bool) -> None:
+_NO_LIMITS = (-(1 << 63), (1 << 63) - 1)  # record timestamps: any
+
+
+def _check_body(buf, info: BatchInfo, strict: bool,
+                limits: tuple[int, int] = _NO_LIMITS) -> None:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records (every
     field when ``strict``, their lengths only otherwise)."""
@@ -241,7 +245,7 @@ def _check_body(buf, info: BatchInfo, strict: bool) -> None:
         return
     p = start + HEADER_SIZE
     if strict:
-        _walk_records(memoryview(buf)[p:end], info.record_count)
+        _walk_records(memoryview(buf)[p:end], info.record_count, info.first_timestamp, limits)
         return
     # The record lengths must tile the records section exactly.
     for i in range(info.record_count):
@@ -269,9 +273,11 @@ def _skip_bytes(data, p: int, rend: int, nullable: bool) -> int:
     return p + max(length, 0)
 
 
-def _walk_records(data, count: int) -> None:
-    """Every field of ``count`` records, as a consumer parses them (see the
-    native twin's walk_records)."""
+def _walk_records(data, count: int, base_ts: int = 0,
+                  limits: tuple[int, int] = _NO_LIMITS) -> None:
+    """Every field of ``count`` records, as a consumer parses them, and their
+    timestamps within ``limits`` (see the native twin's walk_records)."""
+    lo, hi = limits
     p, end = 0, len(data)
     for k in range(count):
         rstart = p
@@ -290,9 +296,14 @@ def _walk_records(data, count: int) -> None:
             fail("empty record")
         p += 1  # attributes: unused
         try:
-            _, p = _read_varlong(data, p, rend)
+            ts_delta, p = _read_varlong(data, p, rend)
         except _BadVarint:
             fail("bad timestampDelta")
+        ts = (base_ts + ts_delta + (1 << 63)) % (1 << 64) - (1 << 63)  # wraps, as in Java
+        if not lo <= ts <= hi and ts != -1:
+            raise _Failure("timestamp", f"record {k} (byte {rstart} of the records): "
+                                        f"timestamp {ts} is out of range: it should be "
+                                        f"within [{lo}, {hi}]")
         try:
             delta, p = _read_varint(data, p, rend)
         except _BadVarint:
@@ -325,7 +336,7 @@ def _walk_records(data, count: int) -> None:
                                   f"{end - p} bytes left over after the last record")
 
 
-def _check_compressed(buf, info: BatchInfo) -> None:
+def _check_compressed(buf, info: BatchInfo, limits: tuple[int, int]) -> None:
     start = info.position + HEADER_SIZE
     try:
         inflated = decompress_bounded(info.compression,
@@ -333,15 +344,16 @@ def _check_compressed(buf, info: BatchInfo) -> None:
     except CodecError as exc:
         raise _Failure("decompress", str(exc)) from None
     with inflated:
-        _walk_records(inflated, info.record_count)
+        _walk_records(inflated, info.record_count, info.first_timestamp, limits)
 
 
-def _check(buf, n: int, pos: int, index: int, strict: bool, deep: bool = False) -> BatchInfo:
+def _check(buf, n: int, pos: int, index: int, strict: bool, deep: bool = False,
+           limits: tuple[int, int] = _NO_LIMITS) -> BatchInfo:
     try:
         info = _scan_header(buf, n, pos)
-        _check_body(buf, info, strict)
+        _check_body(buf, info, strict, limits)
         if deep and info.compression:
-            _check_compressed(buf, info)
+            _check_compressed(buf, info, limits)
     except _Failure as f:
         raise CorruptBatchError(f"batch {index} at byte {pos}: {f.message}",
                                 batch_index=index, position=pos, check=f.check) from None
@@ -352,21 +364,22 @@ def _view(buf) -> memoryview:
     return memoryview(buf).cast("B")
 
 
-def validate(buf, *, strict: bool = True, deep: bool = False) -> list[BatchInfo]:
+def validate(buf, *, strict: bool = True, deep: bool = False,
+             timestamps: tuple[int, int] | None = None) -> list[BatchInfo]:
     """Check every batch in ``buf``; return their facts (see the native twin)."""
     view = _view(buf)
     out, pos, n = [], 0, len(view)
     while pos < n:
-        info = _check(view, n, pos, len(out), strict, deep)
+        info = _check(view, n, pos, len(out), strict, deep, timestamps or _NO_LIMITS)
         out.append(info)
         pos += info.size
     return out
 
 
-def validate_summary(buf, *, strict: bool = True,
-                     deep: bool = False) -> tuple[int, int, int, int]:
+def validate_summary(buf, *, strict: bool = True, deep: bool = False,
+                     timestamps: tuple[int, int] | None = None) -> tuple[int, int, int, int]:
     """``(batch_count, record_count, offset_count, max_timestamp)``."""
-    infos = validate(buf, strict=strict, deep=deep)
+    infos = validate(buf, strict=strict, deep=deep, timestamps=timestamps)
     return (len(infos), sum(i.record_count for i in infos),
             sum(i.last_offset_delta + 1 for i in infos),
             max((i.max_timestamp for i in infos), default=-1))

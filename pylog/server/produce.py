@@ -45,6 +45,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # CorruptBatchError checks of what a correct CRC vouches for: Kafka's
 # InvalidRecordException (LogValidator.validateBatch and its record walk).
 _RECORD_CHECKS = frozenset({"record_count", "control", "records", "decompress"})
+_TIMESTAMP_FLAG = 0x08  # LogAppendTime: the broker's to set
 
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
@@ -73,11 +74,15 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         # is also what lets a retried batch be recognised by its sequences.
         return _error(index, ErrorCode.INVALID_RECORD, "Produce requests with version 3 "
                       "and above are only allowed to contain exactly one record batch")
-    if len(records) >= 23 and _ATTRIBUTES.unpack_from(records, 21)[0] & _CONTROL_FLAG:
+    attributes = _ATTRIBUTES.unpack_from(records, 21)[0] if len(records) >= 23 else 0
+    if attributes & _CONTROL_FLAG:
         # As Kafka (LogValidator.validateBatch): control batches are the
         # broker's (transaction markers); consumers cannot read past a bad one.
         return _error(index, ErrorCode.INVALID_RECORD,
                       "Clients are not allowed to write control records")
+    if attributes & _TIMESTAMP_FLAG:  # as Kafka's LogValidator.validateTimestamp
+        return _error(index, ErrorCode.INVALID_TIMESTAMP,
+                      "Producer should not set timestamp type to LogAppendTime")
     config = log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -102,6 +107,7 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         # parse, or do not decompress, under a correct CRC are INVALID_RECORD
         # (not retriable: the producer built them so).
         code = (ErrorCode.INVALID_RECORD if exc.check in _RECORD_CHECKS
+                else ErrorCode.INVALID_TIMESTAMP if exc.check == "timestamp"
                 else ErrorCode.CORRUPT_MESSAGE)
         return _error(index, code, str(exc))
     except RecordBatchTooLargeError as exc:

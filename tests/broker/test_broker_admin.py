@@ -300,3 +300,55 @@ def test_consumer_below_log_start_resets_per_auto_offset_reset(broker, admin, to
         assert first == 5
     else:
         assert first is not None and first >= 10
+
+
+def _confluent_send(bootstrap: str, topic: str, timestamp_ms: int) -> str | None:
+    """One record with this CreateTime through librdkafka: its error's name."""
+    errors: list = []
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "retries": 0})
+    p.produce(topic, b"v", timestamp=timestamp_ms, on_delivery=lambda e, m: errors.append(e))
+    assert p.flush(10) == 0
+    return errors[0].name() if errors[0] else None
+
+
+def test_timestamp_limits_take_effect(broker, admin, topic) -> None:
+    """message.timestamp.before/after.max.ms (and the deprecated
+    difference.max.ms they fall back to) refuse CreateTime records too far
+    from the append time with INVALID_TIMESTAMP, as Kafka 3.6; a change through
+    IncrementalAlterConfigs applies to the next append; LogAppendTime topics
+    are not checked; a client batch that sets LogAppendTime is refused."""
+    admin.create_topics([NewTopic(topic, 1, 1, config={
+        "message.timestamp.before.max.ms": "3600000",
+        "message.timestamp.after.max.ms": "60000"})])[topic].result(10)
+    now = int(time.time() * 1000)
+    assert _confluent_send(broker.bootstrap, topic, now - 7_200_000) == "INVALID_TIMESTAMP"
+    assert _confluent_send(broker.bootstrap, topic, now + 600_000) == "INVALID_TIMESTAMP"
+    assert _confluent_send(broker.bootstrap, topic, now - 1_800_000) is None
+    with RawClient(broker.bootstrap) as c:
+        assert latest_offset(c, topic) == 1
+        b = BatchBuilder(compression=4)  # one bad record among good ones, compressed
+        for ts in (now, now + 1, now - 86_400_000, now + 2):
+            b.append(ts, None, b"x")
+        p = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, b.build()))
+        p = p.responses[0].partition_responses[0]
+        assert p.error_code == ErrorCode.INVALID_TIMESTAMP
+        assert "record 2" in p.error_message and "out of range" in p.error_message
+        b = BatchBuilder(timestamp_type=1)
+        b.append(now, None, b"x")
+        p = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, b.build()))
+        assert p.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_TIMESTAMP
+        assert latest_offset(c, topic) == 1
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("message.timestamp.before.max.ms", None,
+                    incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("message.timestamp.difference.max.ms", "86400000",
+                    incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(10)
+    assert _confluent_send(broker.bootstrap, topic, now - 7_200_000) is None  # now 1 day
+    assert _confluent_send(broker.bootstrap, topic, now - 2 * 86_400_000) == "INVALID_TIMESTAMP"
+    assert _confluent_send(broker.bootstrap, topic, now + 120_000) == "INVALID_TIMESTAMP"
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("message.timestamp.type", "LogAppendTime",
+                    incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(10)
+    assert _confluent_send(broker.bootstrap, topic, now - 2 * 86_400_000) is None
