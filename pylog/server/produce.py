@@ -46,6 +46,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # InvalidRecordException (LogValidator.validateBatch and its record walk).
 _RECORD_CHECKS = frozenset({"record_count", "control", "records", "decompress"})
 _TIMESTAMP_FLAG = 0x08  # LogAppendTime: the broker's to set
+_TRANSACTIONAL_FLAG = 0x10
 
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
@@ -67,8 +68,9 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if log is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                       "This server does not host this topic-partition.")
-    if records is None or len(records) == 0:
-        return _error(index, ErrorCode.CORRUPT_MESSAGE, "empty record set")
+    if records is None or len(records) == 0:  # as Kafka's ProduceRequest.validateRecords
+        return _error(index, ErrorCode.INVALID_RECORD, "Produce requests with version 3 "
+                      "and above must have at least one record batch per partition")
     if len(records) >= 12 and 12 + _BATCH_LENGTH.unpack_from(records, 8)[0] < len(records):
         # As Kafka (LogValidator): one batch per partition from v3 on, which
         # is also what lets a retried batch be recognised by its sequences.
@@ -83,6 +85,11 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if attributes & _TIMESTAMP_FLAG:  # as Kafka's LogValidator.validateTimestamp
         return _error(index, ErrorCode.INVALID_TIMESTAMP,
                       "Producer should not set timestamp type to LogAppendTime")
+    if attributes & _TRANSACTIONAL_FLAG:
+        # No producer can have a transaction open here (InitProducerId refuses
+        # transactional ids), as Kafka 3.6's verification answers such a batch.
+        return _error(index, ErrorCode.INVALID_TXN_STATE,
+                      "No transaction is ongoing: pylog has no transactions")
     config = log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -92,6 +99,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
                       f"record set of {len(records)} bytes exceeds segment.bytes")
     batch = producer_batch(records)
     producers = None
+    if batch is not None and batch.first_seq < 0:  # as Kafka's LogValidator.validateBatch
+        return _error(index, ErrorCode.INVALID_RECORD,
+                      f"Invalid sequence number {batch.first_seq} in record batch "
+                      f"with producerId {batch.producer_id}")
     if batch is not None:
         producers = broker.producers_of(topic, index)
         verdict = producers.check(batch)

@@ -571,3 +571,27 @@ def test_compressed_batches_are_checked_inside(broker, topic) -> None:
         assert (partition_response(r).error_code, partition_response(r).base_offset) == (0, 0)
         p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
         assert p.error_code == 0 and bytes(p.records)[16:] == good[16:]
+
+
+def test_batches_kafka_refuses_before_the_log(broker, topic) -> None:
+    """As Kafka's ProduceRequest.validateRecords and LogValidator: no batch at
+    all, an idempotent batch without a sequence, a transactional batch (no
+    transaction can be open here) and a client's LogAppendTime batch are each
+    refused with Kafka's error, and nothing is appended."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        cases = [(b"", ErrorCode.INVALID_RECORD, "at least one record batch"),
+                 (None, ErrorCode.INVALID_RECORD, "at least one record batch"),
+                 (batch(producer_id=7, producer_epoch=0, base_sequence=-1),
+                  ErrorCode.INVALID_RECORD, "Invalid sequence number -1"),
+                 (batch(producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True),
+                  ErrorCode.INVALID_TXN_STATE, "no transactions"),
+                 (batch(timestamp_type=1), ErrorCode.INVALID_TIMESTAMP, "LogAppendTime")]
+        for records, code, text in cases:
+            p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, records)))
+            assert (p.error_code, p.base_offset) == (code, -1), records
+            assert text in p.error_message
+        assert latest_offset(c, topic) == 0
+        p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            topic, 0, batch(producer_id=7, producer_epoch=0, base_sequence=0))))
+        assert (p.error_code, p.base_offset) == (0, 0)
