@@ -42,6 +42,7 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX    # message.timestamp.before.max.ms
     message_timestamp_after_max_ms: int = LONG_MAX     # message.timestamp.after.max.ms
     message_timestamp_difference_max_ms: int = LONG_MAX  # (deprecated in 3.6)
+    compression_type: str = "producer"                 # compression.type
     cleanup_policy: tuple[str, ...] = ("delete",)      # cleanup.policy
     preallocate: bool = False                          # preallocate
     min_insync_replicas: int = 1                       # min.insync.replicas
@@ -205,6 +206,8 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "message_timestamp_difference_max_ms": ("message.timestamp.difference.max.ms",
                                             "log.message.timestamp.difference.max.ms",
                                             int_value(0)),
+    "compression_type": ("compression.type", "compression.type",
+                         _choice(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))),
     "cleanup_policy": ("cleanup.policy", "log.cleanup.policy", _policy),
     "preallocate": ("preallocate", "log.preallocate", bool_value),
     "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", int_value(1, INT_MAX)),

@@ -25,6 +25,7 @@ from pylog.log.errors import LogClosedError, OffsetOutOfRangeError, RecordBatchT
 from pylog.log.segment import DELETED_SUFFIX, LogSegment
 from pylog.log.time_index import TimestampOffset
 from pylog.records import stamp, validate, validate_summary
+from pylog.records.recompress import needs_recompression, recompress, target_codec
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -116,6 +117,7 @@ class Log:
         self._closed = False
         self._log_append_time = config.message_timestamp_type == "LogAppendTime"
         self._timestamp_window = config.timestamp_window_ms
+        self._codec = target_codec(config.compression_type)
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig | None = None, *,
@@ -198,6 +200,9 @@ class Log:
             batches, messages, _, max_ts = validate_summary(view, deep=True, timestamps=limits)
         if not batches:
             raise ValueError("append of an empty record set")
+        if self._codec is not None and needs_recompression(view, self._codec):
+            view = recompress(view, self._codec)  # compression.type; Kafka does too
+            size = len(view)
         config = self.config
         limit = config.max_message_bytes
         if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
@@ -471,6 +476,7 @@ class Log:
             self.config = config
             self._log_append_time = config.message_timestamp_type == "LogAppendTime"
             self._timestamp_window = config.timestamp_window_ms
+            self._codec = target_codec(config.compression_type)
             self._segments[-1].config = config
 
     # -- page cache --------------------------------------------------------

@@ -83,7 +83,7 @@ def _snappy_decompress(data) -> bytes:
 
 def _lz4_compress(data) -> bytes:
     c = cramjam.lz4.Compressor(level=LZ4_LEVEL, content_checksum=False, block_linked=False)
-    c.compress(data)
+    c.compress(data if type(data) is bytes else bytes(data))  # it takes bytes only
     return bytes(c.finish())
 
 

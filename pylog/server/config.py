@@ -164,6 +164,8 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.index.size.max.bytes": (_int(4, INT_MAX), "10485760"),
     "log.segment.delete.delay.ms": (_NONNEG, "60000"),
     "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
+    "compression.type": (_choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+                         "producer"),
     "log.cleanup.policy": (_str, "delete"),
     "log.preallocate": (_bool, "false"),
     "min.insync.replicas": (_int(1, INT_MAX), "1"),
@@ -189,7 +191,7 @@ IGNORED = frozenset({
     "zookeeper.connect", "zookeeper.connection.timeout.ms", "process.roles",
     "controller.quorum.voters", "controller.listener.names", "inter.broker.listener.name",
     "listener.security.protocol.map", "broker.rack", "replica.lag.time.max.ms",
-    "unclean.leader.election.enable", "compression.type", "auto.leader.rebalance.enable",
+    "unclean.leader.election.enable", "auto.leader.rebalance.enable",
     "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "metadata.log.dir",
 })
@@ -264,7 +266,7 @@ class BrokerConfig:
         # Only what was set explicitly: LogConfig applies Kafka's precedence
         # (ms over minutes over hours) among the names that are present.
         names = [k for k in self.originals if k.startswith("log.") or k in
-                 ("message.max.bytes", "min.insync.replicas")]
+                 ("message.max.bytes", "min.insync.replicas", "compression.type")]
         return {k: self.originals[k] for k in names if k in KEYS}
 
     # -- derived settings ----------------------------------------------------

@@ -141,8 +141,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
          "pylog does not compact)."),
     _def("compression.type", _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip",
                                      "producer"),
-         "producer", STRING, "compression.type", "The final compression type for a topic "
-         "(stored; pylog keeps the producer's compression)."),
+         "producer", STRING, "compression.type", "The final compression type for a topic: "
+         "batches in another codec are re-encoded on append; 'producer' keeps theirs."),
     _def("delete.retention.ms", _LONG_NONNEG, 86_400_000, LONG,
          "log.cleaner.delete.retention.ms", "How long delete tombstones are retained."),
     _def("file.delete.delay.ms", _LONG_NONNEG, 60_000, LONG, "log.segment.delete.delay.ms",

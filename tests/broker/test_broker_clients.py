@@ -21,7 +21,8 @@ CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def stored_codecs(broker, topic: str) -> set[int]:
-    """The compression of the batches as stored (the broker keeps the producer's)."""
+    """The compression of the batches as stored (the producer's unless the
+    topic's compression.type says otherwise)."""
     from pylog.log.mapped_reader import MappedSegment
 
     found = set()
@@ -113,6 +114,27 @@ def test_confluent_roundtrip(broker, topic, codec) -> None:
     assert sorted(offsets) == list(range(N))
     check(confluent_consume(broker.bootstrap, topic, N))
     assert_stored(stored_codecs(broker, topic), CODEC_IDS[codec])
+
+
+@pytest.mark.parametrize("producer_codec,topic_codec", [
+    ("none", "gzip"), ("zstd", "uncompressed"), ("lz4", "snappy"), ("snappy", "zstd")])
+def test_topic_compression_type_reencodes(broker, topic, producer_codec, topic_codec) -> None:
+    """A topic's compression.type takes effect, as in Kafka: batches in
+    another codec are stored re-encoded in the topic's, records unchanged
+    (offsets, timestamps, keys, values, headers), an idempotent producer's
+    sequences still checked."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"compression.type": topic_codec})])[
+        topic].result(10)
+    offsets = confluent_produce(broker.bootstrap, topic, N, acks="all",
+                                **{"compression.type": producer_codec,
+                                   "enable.idempotence": True})
+    assert offsets == list(range(N))
+    check(confluent_consume(broker.bootstrap, topic, N))
+    want = {"uncompressed": 0, **CODEC_IDS}[topic_codec]
+    assert stored_codecs(broker, topic) == {want}
 
 
 def test_confluent_idempotent_no_duplicates(broker, topic) -> None:

@@ -595,3 +595,17 @@ def test_batches_kafka_refuses_before_the_log(broker, topic) -> None:
         p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
             topic, 0, batch(producer_id=7, producer_epoch=0, base_sequence=0))))
         assert (p.error_code, p.base_offset) == (0, 0)
+
+
+def test_broker_compression_type_is_the_topic_default(start_broker, topic) -> None:
+    """compression.type in server.properties is every topic's default (Kafka's
+    synonym): a batch produced uncompressed is stored and served in lz4."""
+    b = start_broker("compression.type=lz4")
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        r = c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(5)))
+        assert (partition_response(r).error_code, partition_response(r).base_offset) == (0, 0)
+        p = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
+        stored = bytes(p.records)
+        assert stored[22] & 7 == 3  # lz4
+        assert compression.decompress(3, stored[61:]) == batch(5)[61:]
