@@ -80,6 +80,18 @@ cdef enum:
     CHECK_RECORDS
     CHECK_DECOMPRESS
     CHECK_TIMESTAMP
+    CHECK_KEY
+
+# What a topic asks of every record a client produces (Kafka's LogValidator):
+# CreateTime timestamps within [ts_lo, ts_hi] (message.timestamp.before/after.
+# max.ms) and, on a compacted topic, a key.
+cdef struct rules:
+    int64_t ts_lo
+    int64_t ts_hi
+    bint keys
+
+cdef rules NO_RULES = rules(INT64_MIN, INT64_MAX, False)
+
 
 cdef struct batch_header:
     int64_t base_offset
@@ -174,7 +186,7 @@ cdef enum:
     MIN_RECORD = 7
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
-               "record_count", "control", "records", "decompress", "timestamp")
+               "record_count", "control", "records", "decompress", "timestamp", "key")
 
 
 cdef inline int _fail(failure *f, int check, int reason, int64_t a=0, int64_t b=0,
@@ -270,14 +282,16 @@ cdef inline int _skip_bytes(const uint8_t **pp, const uint8_t *rend, bint nullab
 
 
 cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
-                      int64_t base_ts, int64_t ts_lo, int64_t ts_hi,
+                      int64_t base_ts, bint deltas, const rules *r,
                       failure *f) noexcept nogil:
     """Every field of ``count`` records, as a consumer parses them (Kafka's
     DefaultRecord.readFrom): each record fills its own length exactly, the
-    offset deltas run 0, 1, 2, ... and the records fill the section exactly.
-    A correct CRC only proves these are the bytes the producer sent.  About
-    4 ns a record.  Record timestamps (CreateTime: base + delta) other than -1
-    must lie in [ts_lo, ts_hi] (message.timestamp.before/after.max.ms)."""
+    records fill the section exactly; with ``deltas`` the offset deltas run
+    0, 1, 2, ... (inside a compressed batch, where Kafka would rebuild
+    the batch otherwise; it takes an uncompressed batch's as they are).  A
+    correct CRC only proves these are the bytes the producer sent.  About 4 ns
+    a record.  Then the topic's ``rules``: timestamps (base + delta) other
+    than -1 within [ts_lo, ts_hi], and keys."""
     cdef const uint8_t *p = start
     cdef const uint8_t *rstart
     cdef const uint8_t *rend
@@ -298,17 +312,19 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
         if n < 0:
             return _fail(f, CHECK_RECORDS, WALK_TIMESTAMP, k, rstart - start)
         ts = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)  # wraps, as in Java
-        if (ts < ts_lo or ts > ts_hi) and ts != -1:
-            return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, ts_lo, ts_hi)
+        if (ts < r.ts_lo or ts > r.ts_hi) and ts != -1:
+            return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, r.ts_lo, r.ts_hi)
         p += n
         n = pylog_varint_decode(p, rend, &delta)
         if n < 0:
             return _fail(f, CHECK_RECORDS, WALK_OFFSET_DELTA, k, rstart - start)
-        if delta != k:
+        if deltas and delta != k:
             # Kafka rebuilds such a batch with new offsets; pylog stores
             # batches as sent, and a consumer would read these offsets.
             return _fail(f, CHECK_RECORDS, WALK_OFFSET_ORDER, k, rstart - start, delta)
         p += n
+        if r.keys and pylog_varint_decode(p, rend, &length) > 0 and length < 0:
+            return _fail(f, CHECK_KEY, 0, k, rstart - start)
         if _skip_bytes(&p, rend, True) or _skip_bytes(&p, rend, True):
             return _fail(f, CHECK_RECORDS, WALK_KEY_VALUE, k, rstart - start)
         n = pylog_varint_decode(p, rend, &hcount)
@@ -328,7 +344,7 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
 
 
 cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
-                    failure *f, int64_t ts_lo=INT64_MIN, int64_t ts_hi=INT64_MAX) noexcept nogil:
+                    failure *f, const rules *r) noexcept nogil:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records: every
     field when ``strict`` (what a client sends, as Kafka's LogValidator),
@@ -347,7 +363,7 @@ cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
         return CHECK_OK
     p += HEADER_SIZE
     if strict:
-        return walk_records(p, end, h.record_count, h.base_timestamp, ts_lo, ts_hi, f)
+        return walk_records(p, end, h.record_count, h.base_timestamp, False, r, f)
     # The record lengths must tile the records section exactly.
     for i in range(h.record_count):
         n = pylog_varint_decode(p, end, &length)
@@ -385,6 +401,9 @@ cdef str _describe(const failure *f):
         return f"magic {f.a}, expected 2"
     if c == CHECK_CRC:
         return f"CRC32C mismatch: stored 0x{f.a:08x}, computed 0x{f.b:08x}"
+    if c == CHECK_KEY:
+        return (f"record {f.a} (byte {f.b} of the records): Compacted topic cannot accept "
+                f"message without key")
     if c == CHECK_TIMESTAMP:
         return (f"record {f.a} (byte {f.b} of the records): timestamp {f.c} is out of range: "
                 f"it should be within [{f.d}, {f.e}]")
@@ -422,7 +441,7 @@ cdef object _raise(Py_ssize_t index, Py_ssize_t pos, const failure *f):
 
 
 cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t index,
-                           int64_t ts_lo, int64_t ts_hi) except -1:
+                           const rules *r) except -1:
     """Decompress the batch (bounded: compression.decompress_bounded) and walk
     every record inside; one Python call per batch, none per record."""
     cdef Py_buffer out
@@ -442,7 +461,7 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t
     try:
         with nogil:
             rc = walk_records(<const uint8_t *>out.buf, <const uint8_t *>out.buf + out.len,
-                              h.record_count, h.base_timestamp, ts_lo, ts_hi, &f)
+                              h.record_count, h.base_timestamp, True, r, &f)
     finally:
         PyBuffer_Release(&out)
         inflated.release()
@@ -453,7 +472,7 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t
 
 cdef inline int _check(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t index,
                        bint strict, batch_header *h, bint deep=False,
-                       int64_t ts_lo=INT64_MIN, int64_t ts_hi=INT64_MAX) except -1:
+                       const rules *r=&NO_RULES) except -1:
     """Full check of the batch at ``pos``: header, then CRC and record walk;
     ``deep``, the records inside a compressed batch too."""
     cdef failure f
@@ -461,13 +480,13 @@ cdef inline int _check(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py
     if rc == CHECK_OK:
         if h.size >= NOGIL_BYTES:
             with nogil:
-                rc = check_body(buf, h, strict, &f, ts_lo, ts_hi)
+                rc = check_body(buf, h, strict, &f, r)
         else:
-            rc = check_body(buf, h, strict, &f, ts_lo, ts_hi)
+            rc = check_body(buf, h, strict, &f, r)
     if rc != CHECK_OK:
         _raise(index, pos, &f)
     if deep and h.attributes & ATTR_COMPRESSION_MASK:
-        _check_compressed(buf, h, index, ts_lo, ts_hi)
+        _check_compressed(buf, h, index, r)
     return 0
 
 
@@ -611,26 +630,28 @@ def validate(buf, *, bint strict=True, bint deep=False) -> list:
 
 
 def validate_summary(buf, *, bint strict=True, bint deep=False,
-                     tuple timestamps=None) -> tuple:
+                     tuple timestamps=None, bint keys=False) -> tuple:
     """Like :func:`validate`, without per-batch objects.
 
     Returns ``(batch_count, record_count, offset_count, max_timestamp)``;
     ``offset_count`` is the number of offsets :func:`stamp` will assign (the
     sum of ``lastOffsetDelta + 1``), ``max_timestamp`` is -1 for no batches.
     ``timestamps=(lo, hi)``, with ``strict``: every record's timestamp (but
-    -1, none) must lie in that range, else the check "timestamp" fails.
+    -1, none) must lie in that range, else the check "timestamp" fails;
+    ``keys``, with ``strict``: every record must have a key (check "key").
     """
     cdef Py_buffer view
     cdef batch_header h
     cdef Py_ssize_t pos = 0, index = 0
     cdef int64_t records = 0, offsets = 0, max_ts = -1
-    cdef int64_t ts_lo = INT64_MIN, ts_hi = INT64_MAX
+    cdef rules r = NO_RULES
     if timestamps is not None:
-        ts_lo, ts_hi = timestamps
+        r.ts_lo, r.ts_hi = timestamps
+    r.keys = keys
     _get_buffer(buf, &view, PyBUF_SIMPLE)
     try:
         while pos < view.len:
-            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep, ts_lo, ts_hi)
+            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep, &r)
             records += h.record_count
             offsets += <int64_t>h.last_offset_delta + 1
             if h.max_timestamp > max_ts:

@@ -118,6 +118,7 @@ class Log:
         self._log_append_time = config.message_timestamp_type == "LogAppendTime"
         self._timestamp_window = config.timestamp_window_ms
         self._codec = target_codec(config.compression_type)
+        self._keys = config.compact
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig | None = None, *,
@@ -191,23 +192,31 @@ class Log:
         # One native pass: sizes, magic, CRC32C, counts; no per-batch objects.
         # A compressed batch is decompressed and its records walked (deep), as
         # Kafka's LogValidator does: a consumer cannot get past a bad one.
-        window = self._timestamp_window  # message.timestamp.before/after.max.ms
-        if window is None:
-            batches, messages, _, max_ts = validate_summary(view, deep=True)
-        else:
+        # The topic's rules for each record: timestamps within
+        # message.timestamp.before/after.max.ms, keys on a compacted topic.
+        window = self._timestamp_window
+        limits = None
+        if window is not None:
             t = self.time_ms()
             limits = (max(t - window[0], -LONG_MAX - 1), min(t + window[1], LONG_MAX))
-            batches, messages, _, max_ts = validate_summary(view, deep=True, timestamps=limits)
+        batches, messages, _, max_ts = validate_summary(view, deep=True, timestamps=limits,
+                                                        keys=self._keys)
         if not batches:
             raise ValueError("append of an empty record set")
-        if self._codec is not None and needs_recompression(view, self._codec):
-            view = recompress(view, self._codec)  # compression.type; Kafka does too
-            size = len(view)
         config = self.config
         limit = config.max_message_bytes
         if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
             raise RecordBatchTooLargeError(
                 f"batch larger than max.message.bytes={limit} ({size} bytes in this append)")
+        if self._codec is not None and needs_recompression(view, self._codec):
+            # compression.type, as Kafka's LogValidator; the limit holds for
+            # what is stored as well as for what was sent (UnifiedLog.append).
+            view = recompress(view, self._codec)
+            size = len(view)
+            if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
+                raise RecordBatchTooLargeError(
+                    f"batch larger than max.message.bytes={limit} once re-encoded "
+                    f"({size} bytes)")
         if size > config.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"append of {size} bytes exceeds segment.bytes={config.segment_bytes}")
@@ -477,6 +486,7 @@ class Log:
             self._log_append_time = config.message_timestamp_type == "LogAppendTime"
             self._timestamp_window = config.timestamp_window_ms
             self._codec = target_codec(config.compression_type)
+            self._keys = config.compact
             self._segments[-1].config = config
 
     # -- page cache --------------------------------------------------------

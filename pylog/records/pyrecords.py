@@ -42,7 +42,7 @@ ATTR_CONTROL = 0x20
 ATTR_DELETE_HORIZON = 0x40
 
 CHECK_NAMES = ("ok", "truncated", "size", "magic", "crc", "compression",
-               "record_count", "control", "records", "decompress", "timestamp")
+               "record_count", "control", "records", "decompress", "timestamp", "key")
 
 BATCH_FIELDS = (
     "base_offset", "last_offset_delta", "last_offset", "partition_leader_epoch", "magic",
@@ -227,11 +227,13 @@ def _check_fields(info: BatchInfo, strict: bool) -> None:
         raise _Failure("control", f"control batch holds {count} records, expected 1")
 
 
-_NO_LIMITS = (-(1 << 63), (1 << 63) - 1)  # record timestamps: any
+# What a topic asks of every record (see the native twin's ``rules``):
+# (lowest timestamp, highest timestamp, keys required).
+_NO_RULES = (-(1 << 63), (1 << 63) - 1, False)
 
 
 def _check_body(buf, info: BatchInfo, strict: bool,
-                limits: tuple[int, int] = _NO_LIMITS) -> None:
+                rules: tuple[int, int, bool] = _NO_RULES) -> None:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records (every
     field when ``strict``, their lengths only otherwise)."""
@@ -245,7 +247,8 @@ def _check_body(buf, info: BatchInfo, strict: bool,
         return
     p = start + HEADER_SIZE
     if strict:
-        _walk_records(memoryview(buf)[p:end], info.record_count, info.first_timestamp, limits)
+        _walk_records(memoryview(buf)[p:end], info.record_count, info.first_timestamp, False,
+                      rules)
         return
     # The record lengths must tile the records section exactly.
     for i in range(info.record_count):
@@ -273,11 +276,11 @@ def _skip_bytes(data, p: int, rend: int, nullable: bool) -> int:
     return p + max(length, 0)
 
 
-def _walk_records(data, count: int, base_ts: int = 0,
-                  limits: tuple[int, int] = _NO_LIMITS) -> None:
+def _walk_records(data, count: int, base_ts: int = 0, deltas: bool = True,
+                  rules: tuple[int, int, bool] = _NO_RULES) -> None:
     """Every field of ``count`` records, as a consumer parses them, and their
-    timestamps within ``limits`` (see the native twin's walk_records)."""
-    lo, hi = limits
+    the topic's ``rules`` (see the native twin's walk_records)."""
+    lo, hi, keys = rules
     p, end = 0, len(data)
     for k in range(count):
         rstart = p
@@ -308,8 +311,15 @@ def _walk_records(data, count: int, base_ts: int = 0,
             delta, p = _read_varint(data, p, rend)
         except _BadVarint:
             fail("bad offsetDelta")
-        if delta != k:
+        if deltas and delta != k:
             fail(f"offsetDelta {delta}, expected {k}")
+        if keys:
+            try:
+                if _read_varint(data, p, rend)[0] < 0:
+                    raise _Failure("key", f"record {k} (byte {rstart} of the records): "
+                                          "Compacted topic cannot accept message without key")
+            except _BadVarint:
+                pass  # reported just below
         try:
             p = _skip_bytes(data, _skip_bytes(data, p, rend, True), rend, True)
         except _BadVarint:
@@ -336,7 +346,7 @@ def _walk_records(data, count: int, base_ts: int = 0,
                                   f"{end - p} bytes left over after the last record")
 
 
-def _check_compressed(buf, info: BatchInfo, limits: tuple[int, int]) -> None:
+def _check_compressed(buf, info: BatchInfo, rules: tuple[int, int, bool]) -> None:
     start = info.position + HEADER_SIZE
     try:
         inflated = decompress_bounded(info.compression,
@@ -344,16 +354,16 @@ def _check_compressed(buf, info: BatchInfo, limits: tuple[int, int]) -> None:
     except CodecError as exc:
         raise _Failure("decompress", str(exc)) from None
     with inflated:
-        _walk_records(inflated, info.record_count, info.first_timestamp, limits)
+        _walk_records(inflated, info.record_count, info.first_timestamp, True, rules)
 
 
 def _check(buf, n: int, pos: int, index: int, strict: bool, deep: bool = False,
-           limits: tuple[int, int] = _NO_LIMITS) -> BatchInfo:
+           rules: tuple[int, int, bool] = _NO_RULES) -> BatchInfo:
     try:
         info = _scan_header(buf, n, pos)
-        _check_body(buf, info, strict, limits)
+        _check_body(buf, info, strict, rules)
         if deep and info.compression:
-            _check_compressed(buf, info, limits)
+            _check_compressed(buf, info, rules)
     except _Failure as f:
         raise CorruptBatchError(f"batch {index} at byte {pos}: {f.message}",
                                 batch_index=index, position=pos, check=f.check) from None
@@ -364,22 +374,28 @@ def _view(buf) -> memoryview:
     return memoryview(buf).cast("B")
 
 
-def validate(buf, *, strict: bool = True, deep: bool = False,
-             timestamps: tuple[int, int] | None = None) -> list[BatchInfo]:
-    """Check every batch in ``buf``; return their facts (see the native twin)."""
+def _validate(buf, strict: bool, deep: bool,
+              rules: tuple[int, int, bool] = _NO_RULES) -> list[BatchInfo]:
     view = _view(buf)
     out, pos, n = [], 0, len(view)
     while pos < n:
-        info = _check(view, n, pos, len(out), strict, deep, timestamps or _NO_LIMITS)
+        info = _check(view, n, pos, len(out), strict, deep, rules)
         out.append(info)
         pos += info.size
     return out
 
 
+def validate(buf, *, strict: bool = True, deep: bool = False) -> list[BatchInfo]:
+    """Check every batch in ``buf``; return their facts (see the native twin)."""
+    return _validate(buf, strict, deep)
+
+
 def validate_summary(buf, *, strict: bool = True, deep: bool = False,
-                     timestamps: tuple[int, int] | None = None) -> tuple[int, int, int, int]:
+                     timestamps: tuple[int, int] | None = None,
+                     keys: bool = False) -> tuple[int, int, int, int]:
     """``(batch_count, record_count, offset_count, max_timestamp)``."""
-    infos = validate(buf, strict=strict, deep=deep, timestamps=timestamps)
+    lo, hi = timestamps or _NO_RULES[:2]
+    infos = _validate(buf, strict, deep, (lo, hi, keys))
     return (len(infos), sum(i.record_count for i in infos),
             sum(i.last_offset_delta + 1 for i in infos),
             max((i.max_timestamp for i in infos), default=-1))

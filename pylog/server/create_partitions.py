@@ -42,13 +42,16 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> None:
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     results = []
-    seen: set[str] = set()
+    # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
+    # and is not grown at all.
+    names = [t.name for t in body.topics]
+    duplicates = {n for n in names if names.count(n) > 1}
+    for name in dict.fromkeys(n for n in names if n in duplicates):
+        results.append({"name": name, "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_message": "Duplicate topic name."})
     for t in body.topics:
-        if t.name in seen:
-            results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
-                            "error_message": "Duplicate topic name."})
+        if t.name in duplicates:
             continue
-        seen.add(t.name)
         try:
             _grow(broker, t, body.validate_only)
         except TopicError as exc:

@@ -54,13 +54,16 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     results = []
-    seen: set[str] = set()
+    # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
+    # and is not created at all.
+    names = [t.name for t in body.topics]
+    duplicates = {n for n in names if names.count(n) > 1}
+    for name in dict.fromkeys(n for n in names if n in duplicates):
+        results.append({"name": name, "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_message": "Duplicate topic name.", "configs": None})
     for t in body.topics:
-        if t.name in seen:
-            results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
-                            "error_message": "Duplicate topic name.", "configs": None})
+        if t.name in duplicates:
             continue
-        seen.add(t.name)
         try:
             results.append(_create(broker, t, body.validate_only))
         except TopicError as exc:

@@ -11,7 +11,6 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = (0, 4)
-MAX_EPOCH = 32767
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
@@ -20,10 +19,12 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1,
                 "producer_epoch": -1}
-    pid, epoch = body.producer_id, body.producer_epoch
-    if header.api_version >= 3 and pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid,
-                "producer_epoch": epoch + 1}
+    if (body.producer_id < 0) != (body.producer_epoch < 0):
+        # As KafkaApis: an id without an epoch, or an epoch without an id.
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+                "producer_id": -1, "producer_epoch": -1}
+    # As Kafka's TransactionCoordinator for a null transactional id: a new id,
+    # always; the one a client names (KIP-360 bump) is not handed back, since
+    # this broker cannot tell that the client owns it.
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(),
             "producer_epoch": 0}

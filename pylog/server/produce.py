@@ -42,11 +42,16 @@ _CONTROL_FLAG = 0x20
 # Kafka's internal topics: only the broker itself writes them (ReplicaManager
 # refuses client appends unless the client id is Kafka's own admin client).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-# CorruptBatchError checks of what a correct CRC vouches for: Kafka's
-# InvalidRecordException (LogValidator.validateBatch and its record walk).
-_RECORD_CHECKS = frozenset({"record_count", "control", "records", "decompress"})
+# CorruptBatchError checks that Kafka answers INVALID_RECORD (its
+# InvalidRecordException): what a correct CRC vouches for (LogValidator's
+# validateBatch and record walk), and what ProduceRequest.validateRecords
+# refuses before it (no whole batch, magic other than 2).
+_RECORD_CHECKS = frozenset({"record_count", "control", "records", "decompress", "key",
+                            "magic", "truncated"})
 _TIMESTAMP_FLAG = 0x08  # LogAppendTime: the broker's to set
 _TRANSACTIONAL_FLAG = 0x10
+_CODEC_MASK = 0x07
+_ZSTD = 4
 
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
@@ -58,7 +63,7 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
 
 
 def _append(broker: Broker, topic: str, index: int, records: Any,
-            acks: int) -> PartitionResponse:
+            acks: int, version: int) -> PartitionResponse:
     if topic in INTERNAL_TOPICS:
         # What a client writes there is read back by the group coordinator at
         # start: a malformed record would stop the node from starting.
@@ -85,6 +90,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if attributes & _TIMESTAMP_FLAG:  # as Kafka's LogValidator.validateTimestamp
         return _error(index, ErrorCode.INVALID_TIMESTAMP,
                       "Producer should not set timestamp type to LogAppendTime")
+    if attributes & _CODEC_MASK == _ZSTD and version < 7:  # ProduceRequest.validateRecords
+        return _error(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                      f"Produce requests with version {version} cannot carry zstd batches "
+                      "(KIP-110: version 7 and above)")
     if attributes & _TRANSACTIONAL_FLAG:
         # No producer can have a transaction open here (InitProducerId refuses
         # transactional ids), as Kafka 3.6's verification answers such a batch.
@@ -94,6 +103,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
                       f"min.insync.replicas={config.min_insync_replicas} but the ISR is 1")
+    if len(records) > config.max_message_bytes:  # one batch: Kafka checks this first
+        return _error(index, ErrorCode.MESSAGE_TOO_LARGE,
+                      f"batch larger than max.message.bytes={config.max_message_bytes} "
+                      f"({len(records)} bytes)")
     if len(records) > config.segment_bytes:
         return _error(index, ErrorCode.RECORD_LIST_TOO_LARGE,
                       f"record set of {len(records)} bytes exceeds segment.bytes")
@@ -113,7 +126,7 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     try:
         result = log.append(records)
     except CorruptBatchError as exc:
-        # As Kafka: a batch that fails its CRC or framing is CORRUPT_MESSAGE
+        # As Kafka: a batch that fails its CRC or size is CORRUPT_MESSAGE
         # (retriable: the bytes were damaged on the way); records that do not
         # parse, or do not decompress, under a correct CRC are INVALID_RECORD
         # (not retriable: the producer built them so).
@@ -151,7 +164,7 @@ def handle_frame(broker: Broker, frame: bytearray) -> bytes | None:
         responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
                              for index, _ in parts]) for name, parts in topics]
     else:
-        responses = [(name, [_append(broker, name, index, records, acks)
+        responses = [(name, [_append(broker, name, index, records, acks, version)
                              for index, records in parts]) for name, parts in topics]
     if broker.metrics is not None:
         broker.metrics.produced(responses, topics)

@@ -334,9 +334,11 @@ def test_two_batches_in_one_partition_is_invalid_record(broker, topic) -> None:
         r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch() + batch()))
         assert partition_response(r).error_code == ErrorCode.INVALID_RECORD
         bad = bytearray(batch())
-        bad[16] = 1  # magic 1: not a v2 batch
+        bad[16] = 1  # magic 1: not a v2 batch (ProduceRequest.validateRecords)
         r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, bytes(bad)))
-        assert partition_response(r).error_code == ErrorCode.CORRUPT_MESSAGE
+        assert partition_response(r).error_code == ErrorCode.INVALID_RECORD
+        r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch()[:-5]))  # cut short
+        assert partition_response(r).error_code == ErrorCode.INVALID_RECORD
         assert latest_offset(c, topic) == 0  # nothing half-appended
         r = c.request(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch()))
         assert partition_response(r).error_code == 0 and partition_response(r).base_offset == 0
@@ -609,3 +611,88 @@ def test_broker_compression_type_is_the_topic_default(start_broker, topic) -> No
         stored = bytes(p.records)
         assert stored[22] & 7 == 3  # lz4
         assert compression.decompress(3, stored[61:]) == batch(5)[61:]
+
+
+def test_init_producer_id_without_transactional_id_is_always_a_new_id(broker) -> None:
+    """As Kafka's TransactionCoordinator for a null transactional id: a new
+    producer id at epoch 0 whatever id and epoch the client names (one it was
+    never given included); an id without an epoch, or the reverse, is
+    INVALID_REQUEST (KafkaApis)."""
+    with RawClient(broker.bootstrap) as c:
+        def init(pid: int, epoch: int):
+            return c.request(ApiKey.INIT_PRODUCER_ID, 4, {
+                "transactional_id": None, "transaction_timeout_ms": 60000,
+                "producer_id": pid, "producer_epoch": epoch})
+        first = init(-1, -1)
+        assert (first.error_code, first.producer_epoch) == (0, 0)
+        again = init(first.producer_id, 0)
+        assert (again.error_code, again.producer_epoch) == (0, 0)
+        assert again.producer_id != first.producer_id
+        stranger = init(first.producer_id + 1000, 7)
+        assert stranger.error_code == 0 and stranger.producer_id not in (
+            first.producer_id, first.producer_id + 1000)
+        for pid, epoch in ((-1, 5), (5, -1)):
+            r = init(pid, epoch)
+            assert (r.error_code, r.producer_id, r.producer_epoch) == (
+                ErrorCode.INVALID_REQUEST, -1, -1)
+
+
+def test_duplicate_names_in_create_topics_and_partitions(broker, topic) -> None:
+    """As Kafka's ControllerApis: a topic named twice in one CreateTopics or
+    CreatePartitions gets one INVALID_REQUEST and nothing is done to it; the
+    other topics in the request are handled."""
+    other = topic + "-other"
+    with RawClient(broker.bootstrap) as c:
+        def create(*names: str):
+            return c.request(ApiKey.CREATE_TOPICS, 7, {"topics": [
+                {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                 "configs": []} for n in names], "timeout_ms": 5000, "validate_only": False})
+        r = create(topic, other, topic)
+        assert [(t.name, t.error_code) for t in r.topics] == [
+            (topic, ErrorCode.INVALID_REQUEST), (other, 0)]
+        assert metadata(c, topic, allow=False).topics[0].error_code == \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        r = c.request(ApiKey.CREATE_PARTITIONS, 3, {"topics": [
+            {"name": other, "count": 3, "assignments": None}] * 2,
+            "timeout_ms": 5000, "validate_only": False})
+        assert [(t.name, t.error_code) for t in r.results] == [(other, ErrorCode.INVALID_REQUEST)]
+        assert len(metadata(c, other).topics[0].partitions) == 1
+
+
+def test_produce_checks_in_kafkas_order(start_broker, topic) -> None:
+    """zstd before Produce v7 is UNSUPPORTED_COMPRESSION_TYPE (KIP-110); a batch
+    over max.message.bytes is MESSAGE_TOO_LARGE even when it is over
+    segment.bytes too (the producer splits on that one), and the limit holds
+    for the batch as sent before compression.type re-encodes it; on a
+    compacted topic a record without a key is INVALID_RECORD."""
+    b = start_broker()
+    compact = topic + "-compact"
+    with RawClient(b.bootstrap) as c:
+        r = c.request(ApiKey.CREATE_TOPICS, 7, {"topics": [
+            {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+             "configs": [{"name": k, "value": v} for k, v in cfg]}
+            for n, cfg in ((topic, [("max.message.bytes", "1000"), ("segment.bytes", "900"),
+                                    ("compression.type", "gzip")]),
+                           (compact, [("cleanup.policy", "compact")]))],
+            "timeout_ms": 5000, "validate_only": False})
+        assert [t.error_code for t in r.topics] == [0, 0]
+        zstd = batch(3, compression=4)
+        for version, code in ((3, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE),
+                              (6, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), (7, 0)):
+            p = partition_response(c.request(ApiKey.PRODUCE, version,
+                                             produce_body(compact, 0, zstd)))
+            assert p.error_code == code, version
+        big = BatchBuilder()
+        for i in range(30):
+            big.append(1_700_000_000_000 + i, b"k", b"x" * 100)  # ~3.5 KB, gzips small
+        p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, big.build())))
+        assert p.error_code == ErrorCode.MESSAGE_TOO_LARGE
+        assert latest_offset(c, topic) == 0
+        keyless = BatchBuilder(compression=1)
+        keyless.append(1_700_000_000_000, b"k", b"v")
+        keyless.append(1_700_000_000_001, None, b"v")
+        p = partition_response(c.request(ApiKey.PRODUCE, 9,
+                                         produce_body(compact, 0, keyless.build())))
+        assert p.error_code == ErrorCode.INVALID_RECORD
+        assert "without key" in p.error_message
+        assert latest_offset(c, compact) == 3
