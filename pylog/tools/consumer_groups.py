@@ -1,6 +1,7 @@
 """``pylog consumer-groups``: Kafka's ``kafka-consumer-groups.sh`` (ConsumerGroupCommand).
 
-Same flags and output columns: ``--list``; ``--describe --group G`` with
+Same flags and output columns: ``--list`` (``--state [S1,S2]``: with the state,
+optionally only groups in those states); ``--describe --group G`` with
 ``--offsets`` (the default), ``--members [--verbose]`` or ``--state``;
 ``--reset-offsets`` with one scenario (``--to-earliest``, ``--to-latest``,
 ``--to-offset``, ``--shift-by``, ``--to-datetime``, ``--by-duration``,
@@ -29,6 +30,8 @@ from pylog.tools.wire import WireClient, parse_bootstrap
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
+# Kafka 3.6's ConsumerGroupState values (less Unknown), the names --list --state takes.
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 _ERROR_TEXT = {
     "NON_EMPTY_GROUP": "The group is not empty.",
     "GROUP_ID_NOT_FOUND": "The group id does not exist.",
@@ -90,12 +93,19 @@ class Admin:
             client = self._coordinators[address] = WireClient([address], self.timeout)
         return client
 
-    def list_groups(self) -> list[tuple[str, str]]:
-        resp = self.bootstrap.request(ApiKey.LIST_GROUPS, {"states_filter": [],
-                                                           "types_filter": []})
+    def list_groups(self, states: list[str] | None = None) -> list[tuple[str, str]]:
+        """(group, state) pairs; with ``states``, only the groups in one of them."""
+        # ListGroups v4 added the filter; an older broker gets none and we filter here.
+        server_side = self.bootstrap.versions.get(int(ApiKey.LIST_GROUPS), (0, 0))[1] >= 4
+        resp = self.bootstrap.request(ApiKey.LIST_GROUPS, {
+            "states_filter": states if states and server_side else [], "types_filter": []})
         if resp.error_code:
             raise ToolError(f"Error: {_err(resp.error_code)}")
-        return [(g.group_id, g.group_state) for g in resp.groups]
+        groups = [(g.group_id, g.group_state) for g in resp.groups]
+        if states:
+            wanted = {s.lower() for s in states}
+            groups = [(g, s) for g, s in groups if s.lower() in wanted]
+        return groups
 
     def describe(self, group: str) -> GroupInfo:
         resp = self.coordinator(group).request(ApiKey.DESCRIBE_GROUPS, {"groups": [group]})
@@ -260,7 +270,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             print(f"Error: Consumer group '{group}' does not exist.", file=sys.stderr)
             status = 1
             continue
-        if args.state:
+        if args.state is not None:
             _describe_state(admin, info)
             continue
         if info.state in ("PreparingRebalance", "CompletingRebalance"):
@@ -336,15 +346,16 @@ def _targets(admin: Admin, args: argparse.Namespace, group: str,
         return {tp: latest[tp] for tp in tps if tp in latest}
     if args.to_offset is not None:
         return {tp: clamp(tp, args.to_offset) for tp in tps}
-    if args.shift_by is not None or args.to_current:
+    if args.to_current:
+        return _current(admin, group, tps, latest)
+    if args.shift_by is not None:
         committed = admin.committed(group)
         missing = [tp for tp in tps if tp not in committed]
         if missing:
             names = ", ".join(f"{t}-{p}" for t, p in missing)
             raise ToolError(f"Error: Executing consumer group command failed due to "
                             f"Partitions {names} have no committed offsets")
-        shift = args.shift_by or 0
-        return {tp: clamp(tp, committed[tp] + shift) for tp in tps}
+        return {tp: clamp(tp, committed[tp] + args.shift_by) for tp in tps}
     if args.to_datetime is not None or args.by_duration is not None:
         if args.to_datetime is not None:
             ts = parse_datetime(args.to_datetime)
@@ -356,6 +367,18 @@ def _targets(admin: Admin, args: argparse.Namespace, group: str,
     raise ToolError("Error: Option --reset-offsets needs one of --to-datetime, "
                     "--by-duration, --to-earliest, --to-latest, --shift-by, --to-offset, "
                     "--to-current")
+
+
+def _current(admin: Admin, group: str, tps: list[TopicPartition],
+             latest: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """--to-current as Kafka does it: the committed offset as it is (no clamping), and
+    the log end offset for a partition the group has no offset for."""
+    committed = admin.committed(group)
+    missing = [tp for tp in tps if tp not in committed and tp not in latest]
+    if missing:
+        t, p = missing[0]
+        raise ToolError(f"Error: Error getting ending offset of topic partition: {t}-{p}")
+    return {tp: committed[tp] if tp in committed else latest[tp] for tp in tps}
 
 
 def _reset(admin: Admin, args: argparse.Namespace) -> int:
@@ -426,6 +449,29 @@ def _delete_offsets(admin: Admin, args: argparse.Namespace) -> int:
     return 0 if all(code == 0 for code in results.values()) else 1
 
 
+# -- list -------------------------------------------------------------------------
+
+def parse_states(text: str) -> list[str]:
+    """``stable,EMPTY`` -> Kafka's names (ConsumerGroupState.parse is case-insensitive)."""
+    by_lower = {s.lower(): s for s in GROUP_STATES}
+    states = [by_lower.get(s.strip().lower()) for s in text.split(",")]
+    if None in states:
+        raise ToolError(f"Error: Invalid state list '{text}'. Valid states are: "
+                        f"{', '.join(GROUP_STATES)}")
+    return list(dict.fromkeys(states))
+
+
+def _list(admin: Admin, args: argparse.Namespace, states: list[str] | None) -> int:
+    if args.state is None:
+        for g, _ in sorted(admin.list_groups()):
+            print(g)
+        return 0
+    groups = admin.list_groups(states)
+    rows = [[g, s] for g, s in sorted(groups)]
+    _table([["GROUP", "STATE"], *rows], [_width([r[0] for r in rows])])
+    return 0
+
+
 # -- entry point ------------------------------------------------------------------
 
 def _main(args: argparse.Namespace) -> int:
@@ -437,17 +483,14 @@ def _main(args: argparse.Namespace) -> int:
     if actions[0] != "list" and not args.group:
         raise ToolError(f"Error: Option --{actions[0].replace('_', '-')} takes one or more "
                         "--group")
+    if args.describe and args.state:
+        raise ToolError("Error: Option --describe does not take a value for --state")
+    # Checked before connecting; a bare --state (const "") means every state.
+    states = parse_states(args.state) if args.list and args.state else None
     admin = Admin(args.bootstrap_server, args.timeout / 1000)
     try:
         if args.list:
-            groups = admin.list_groups()
-            if args.state:
-                rows = [[g, s] for g, s in sorted(groups)]
-                _table([["GROUP", "STATE"], *rows], [_width([r[0] for r in rows])])
-            else:
-                for g, _ in sorted(groups):
-                    print(g)
-            return 0
+            return _list(admin, args, states)
         if args.describe:
             return _describe(admin, args)
         if args.reset_offsets:
@@ -477,7 +520,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="every topic the group has offsets for (reset)")
     p.add_argument("--members", action="store_true", help="describe members")
     p.add_argument("--verbose", action="store_true", help="with --members: the assignment")
-    p.add_argument("--state", action="store_true", help="describe the group state")
+    # KIP-518: a value only with --list (filter by state); --describe --state takes none.
+    p.add_argument("--state", nargs="?", const="", metavar="state1,state2",
+                   help="with --describe: the group state; with --list: each group's state, "
+                   "optionally only groups in the given states (case-insensitive)")
     p.add_argument("--offsets", action="store_true",
                    help="describe the offsets (the default)")
     p.add_argument("--execute", action="store_true", help="apply the reset")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from group_helpers import create_topic, produce, wait_for
 from test_confluent_groups import ThreadConsumer
 
@@ -97,3 +98,65 @@ def test_describe_reset_delete(group_broker, name, capsys) -> None:
     assert " ".join(rows[0]) == f"Deletion of requested consumer groups ('{name}') was successful."
     status, _, err = run(capsys, "--bootstrap-server", bs, "--describe", "--group", name)
     assert status == 1 and f"Consumer group '{name}' does not exist." in err
+
+
+def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit as a consumer outside the group would (no subscription): no range checks."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                 asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_reset_to_current_without_committed_offset(group_broker, name, capsys) -> None:
+    bs = group_broker.bootstrap
+    create_topic(bs, name, 3)
+    produce(bs, name, 15, 3)  # 5 per partition
+    commit(bs, name, name, {0: 3, 2: 99})  # 99: past the log end
+    # Kafka keeps committed offsets as they are and takes the log end where there is none.
+    status, rows, err = run(capsys, "--bootstrap-server", bs, "--reset-offsets", "--group",
+                            name, "--topic", name, "--to-current", "--execute")
+    assert status == 0, err
+    assert rows[1:] == [[name, name, "0", "3"], [name, name, "1", "5"], [name, name, "2", "99"]]
+    _, rows, _ = run(capsys, "--bootstrap-server", bs, "--describe", "--group", name)
+    assert [r[2:4] for r in rows[1:]] == [["0", "3"], ["1", "5"], ["2", "99"]]
+
+
+def test_list_state_filter(group_broker, name, capsys) -> None:
+    bs = group_broker.bootstrap
+    create_topic(bs, name, 1)
+    empty, stable = f"{name}-empty", f"{name}-stable"
+    commit(bs, empty, name, {0: 0})  # offsets, no members: Empty
+    consumer = ThreadConsumer(bs, stable, name)
+    try:
+        wait_for(lambda: consumer.assignment == {0}, 30, "the partition assigned")
+
+        def listed(*state: str) -> list[list[str]]:
+            status, rows, err = run(capsys, "--bootstrap-server", bs, "--list", "--state",
+                                    *state)
+            assert status == 0 and rows[0] == ["GROUP", "STATE"], err
+            return rows[1:]
+
+        # No value: every group, with its state.
+        rows = listed()
+        assert [empty, "Empty"] in rows and [stable, "Stable"] in rows
+        # A comma separated list, case-insensitive.
+        rows = listed("STABLE")
+        assert [stable, "Stable"] in rows and all(r[1] == "Stable" for r in rows)
+        rows = listed("stable,empty")
+        assert [empty, "Empty"] in rows and [stable, "Stable"] in rows
+        assert {r[1] for r in rows} <= {"Stable", "Empty"}
+
+        status, _, err = run(capsys, "--bootstrap-server", bs, "--list", "--state", "bogus")
+        assert status == 1 and "Invalid state list 'bogus'. Valid states are: " in err
+        # --describe --state keeps its meaning, and takes no value.
+        status, rows, _ = run(capsys, "--bootstrap-server", bs, "--describe", "--group",
+                              stable, "--state")
+        assert status == 0 and rows[1][0] == stable and rows[1][-2:] == ["Stable", "1"]
+        status, _, err = run(capsys, "--bootstrap-server", bs, "--describe", "--group",
+                             stable, "--state", "Stable")
+        assert status == 1 and "does not take a value for --state" in err
+    finally:
+        consumer.close()
