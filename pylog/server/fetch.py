@@ -7,7 +7,10 @@ plain tuples.  Each partition's records are a
 the framed response, so the record bytes go from the page cache to the
 socket and never through Python.  A fetch that finds fewer than ``min_bytes``
 parks until an append to one of its partitions wakes it or ``max_wait_ms``
-passes (Kafka's delayed fetch).  Limits follow KIP-74: ``partition_max_bytes``
+passes (Kafka's delayed fetch, with its accounting: the bytes available up to
+``partition_max_bytes`` count, not the whole batches that will be sent, and
+a read on an older segment than the log end answers at once; a partition
+unknown to the node does not cut the wait short).  Limits follow KIP-74: ``partition_max_bytes``
 per partition, ``max_bytes`` (at most the broker's ``fetch.max.bytes``,
 KIP-541) for the response, except that the first batch found is returned
 whole so a consumer always makes progress.
@@ -61,13 +64,23 @@ def _error(index: int, code: int) -> PartitionResponse:
     return (index, code, -1, -1, -1, None, b"")
 
 
-def _read(broker: Broker, request: Request) -> tuple[list, int, bool]:
-    """(topic responses, record bytes found, whether any partition has an error)."""
+class Found(NamedTuple):
+    """What one pass over a fetch's partitions found."""
+
+    topics: list  # the topic responses
+    size: int  # record bytes to send
+    readable: int  # bytes available, as Kafka's DelayedFetch counts them
+    complete: bool  # answer now: an error reading a partition, or an older segment
+    errors: bool  # any partition answered with an error (for the metrics)
+
+
+def _read(broker: Broker, request: Request) -> Found:
+    """Each partition's answer, and what decides whether the fetch waits."""
     remaining = min(request.max_bytes, broker.fetch_max_bytes)
     aborted = [] if request.isolation_level == READ_COMMITTED else None
     min_one = True  # KIP-74 (v3+): the first batch found goes whole
-    total = 0
-    errors = False
+    total = readable = 0
+    complete = errors = False
     out = []
     get_log = broker.logs.get_log
     for topic, partitions in request.topics:
@@ -75,8 +88,15 @@ def _read(broker: Broker, request: Request) -> tuple[list, int, bool]:
         for index, offset, partition_max_bytes in partitions:
             log = get_log(topic, index)
             if log is None:
+                # Kafka sets partitions missing from its metadata aside before
+                # the read: the others still wait.
                 parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
+                continue
+            if request.version < 10 and log.config.compression_type == "zstd":
+                # KafkaApis: zstd needs Fetch v10+ (KIP-110).
+                parts.append(_error(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
+                errors = complete = True
                 continue
             hw = log.high_watermark
             limit = min(partition_max_bytes, remaining)
@@ -89,21 +109,26 @@ def _read(broker: Broker, request: Request) -> tuple[list, int, bool]:
                         remaining -= s.length
                         total += s.length
                         min_one = False
+                    if s.segment is not log.active_segment:
+                        complete = True  # DelayedFetch: "fetching older segments"
+                    else:  # up to the log end, whole batches or not
+                        readable += max(s.length, min(s.segment.size - s.position,
+                                                      partition_max_bytes))
                 elif not log.log_start_offset <= offset <= log.log_end_offset:
                     raise OffsetOutOfRangeError(offset, log.log_start_offset,
                                                 log.log_end_offset)
             except OffsetOutOfRangeError:
                 parts.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
                               log.log_start_offset, None, b""))
-                errors = True
+                errors = complete = True
                 continue
-            except LogClosedError:
+            except LogClosedError:  # deleted under the read: as if unknown
                 parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
             parts.append((index, 0, hw, hw, log.log_start_offset, aborted, records))
         out.append((topic, parts))
-    return out, total, errors
+    return Found(out, total, readable, complete, errors)
 
 
 def handle_frame(broker: Broker, frame: bytearray) -> Any:
@@ -116,24 +141,49 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
         # so a client asking for one has a stale id.
         return encode_fetch_response(request.version, request.correlation_id,
                                      ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    topics = request.topics
+    if len(topics) > 1 or (topics and len(topics[0][1]) > 1):
+        request = request._replace(topics=_one_per_partition(topics))
     if not _reads_cached(broker, request):
         return _read_cold(broker, request)
-    return _respond(broker, request, *_read(broker, request))
+    return _respond(broker, request, _read(broker, request))
 
 
-def _answer(broker: Broker, request: Request, topics: list, size: int,
-            errors: bool) -> bytes | list:
+def _one_per_partition(topics: list) -> list:
+    """As Kafka's map of fetch partitions: a partition named twice is read
+    once, with the last offset and limit given, in its first place."""
+    wanted: dict[tuple[str, int], tuple[int, int, int]] = {}
+    for topic, partitions in topics:
+        for p in partitions:
+            wanted[(topic, p[0])] = p
+    if len(wanted) == sum(len(partitions) for _, partitions in topics):
+        return topics
+    out: list[tuple[str, list]] = []
+    for (topic, _), p in wanted.items():
+        if out and out[-1][0] == topic:
+            out[-1][1].append(p)
+        else:
+            out.append((topic, [p]))
+    return out
+
+
+def _answer(broker: Broker, request: Request, found: Found) -> bytes | list:
     if broker.metrics is not None:
-        broker.metrics.fetched(size, topics, errors)
-    return encode_fetch_response(request.version, request.correlation_id, 0, 0, topics)
+        broker.metrics.fetched(found.size, found.topics, found.errors)
+    return encode_fetch_response(request.version, request.correlation_id, 0, 0, found.topics)
 
 
-def _respond(broker: Broker, request: Request, topics: list, size: int,
-             errors: bool) -> Any:
+def _ready(request: Request, found: Found) -> bool:
+    """Whether a fetch is answered now (ReplicaManager.fetchMessages and
+    DelayedFetch.tryComplete on a single node)."""
+    return found.readable >= request.min_bytes or found.complete
+
+
+def _respond(broker: Broker, request: Request, found: Found) -> Any:
     """The response when the first read is enough, else park the fetch."""
-    if (size >= request.min_bytes or request.max_wait_ms <= 0 or errors or not request.topics
+    if (_ready(request, found) or request.max_wait_ms <= 0 or not request.topics
             or broker.stopping):  # shutting down: answer, do not park
-        return _answer(broker, request, topics, size, errors)
+        return _answer(broker, request, found)
     return _park(broker, request)
 
 
@@ -160,7 +210,7 @@ async def _read_cold(broker: Broker, request: Request) -> Any:
     in, so the sendfile that follows finds them cached)."""
     loop = asyncio.get_running_loop()
     found = await loop.run_in_executor(broker.executor, _read, broker, request)
-    result = _respond(broker, request, *found)
+    result = _respond(broker, request, found)
     return await result if asyncio.iscoroutine(result) else result
 
 
@@ -177,9 +227,9 @@ async def _park(broker: Broker, request: Request) -> Any:
         finally:
             timer.cancel()
             broker.remove_waiter(keys, woken)
-        topics, size, errors = _read(broker, request)
-        if size >= request.min_bytes or errors or loop.time() >= deadline or broker.stopping:
-            return _answer(broker, request, topics, size, errors)
+        found = _read(broker, request)
+        if _ready(request, found) or loop.time() >= deadline or broker.stopping:
+            return _answer(broker, request, found)
 
 
 def _wake(fut: asyncio.Future) -> None:

@@ -696,3 +696,94 @@ def test_produce_checks_in_kafkas_order(start_broker, topic) -> None:
         assert p.error_code == ErrorCode.INVALID_RECORD
         assert "without key" in p.error_message
         assert latest_offset(c, compact) == 3
+
+
+# -- the long poll, as Kafka's DelayedFetch decides it ---------------------------------
+# Each fetch below asks to wait a minute; the client gives up after 10 s, so
+# one that waited when Kafka answers at once fails with a socket timeout.
+
+def _fetch_one(c: RawClient, topic: str, offset: int, *, min_bytes: int,
+               partition_max_bytes: int = 1 << 20, max_bytes: int = 50 << 20,
+               version: int = 12, wait_ms: int = 60_000):
+    body = fetch_body(topic, offset, max_wait_ms=wait_ms, min_bytes=min_bytes)
+    body["max_bytes"] = max_bytes
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = partition_max_bytes
+    return c.request(ApiKey.FETCH, version, body).responses[0].partitions[0]
+
+
+def _fill(c: RawClient, topic: str, batches: int, values: int = 30, size: int = 100) -> None:
+    for _ in range(batches):
+        b = BatchBuilder()
+        for i in range(values):
+            b.append(1_700_000_000_000 + i, None, b"x" * size)
+        assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            topic, 0, b.build()))).error_code == 0
+
+
+def test_fetch_on_an_older_segment_answers_at_once(start_broker, topic) -> None:
+    """DelayedFetch "Case F": a read never crosses a segment, so a fetch from
+    an older segment than the log end is answered with what it found, however
+    far below min_bytes (a consumer catching up does not wait at every
+    segment boundary)."""
+    b = start_broker("log.segment.bytes=20000")
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        _fill(c, topic, 20)  # ~3.2 KB a batch: several segments
+        p = _fetch_one(c, topic, 0, min_bytes=10 << 20)
+        assert p.error_code == 0 and 0 < len(p.records) <= 20000
+
+
+def test_fetch_min_bytes_counts_available_bytes_not_whole_batches(broker, topic) -> None:
+    """DelayedFetch counts min(available, partition max bytes), so min_bytes
+    equal to partition_max_bytes is met by a backlog larger than it, although
+    the answer (whole batches) is smaller."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        _fill(c, topic, 40)  # ~128 KB in ~3.2 KB batches
+        p = _fetch_one(c, topic, 0, min_bytes=100_000, partition_max_bytes=100_000)
+        assert p.error_code == 0 and 90_000 < len(p.records) < 100_000
+
+
+def test_fetch_unknown_partition_does_not_cut_the_wait_short(broker, topic) -> None:
+    """Kafka sets partitions unknown to its metadata aside before the read: a
+    fetch naming one beside a live partition still waits for data there."""
+    with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap) as producer:
+        metadata(c, topic)
+        body = fetch_body(topic, 0, max_wait_ms=60_000, min_bytes=1)
+        body["topics"] = [{"topic": topic + "-missing", "partitions": [
+            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]},
+            *body["topics"], {"topic": topic, "partitions": [
+                {"partition": 7, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]
+        c.send(ApiKey.FETCH, 12, body)
+        time.sleep(0.5)  # the fetch is parked (an early answer fails below)
+        _fill(producer, topic, 1, values=3)
+        _, r = c.recv(ApiKey.FETCH, 12)
+        codes = [(t.topic, p.partition_index, p.error_code, len(p.records or b""))
+                 for t in r.responses for p in t.partitions]
+        assert codes[0][2] == codes[2][2] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert codes[1][:3] == (topic, 0, 0) and codes[1][3] > 0
+
+
+def test_fetch_names_a_partition_twice(broker, topic) -> None:
+    """As Kafka's map of fetch partitions: one answer, for the last offset."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        _fill(c, topic, 2, values=10)
+        body = fetch_body(topic, 0)
+        body["topics"][0]["partitions"].append(
+            {"partition": 0, "fetch_offset": 10, "partition_max_bytes": 1 << 20})
+        parts = c.request(ApiKey.FETCH, 12, body).responses[0].partitions
+        assert len(parts) == 1
+        assert struct.unpack_from(">q", bytes(parts[0].records))[0] == 10
+
+
+def test_fetch_of_a_zstd_topic_needs_version_10(start_broker, topic) -> None:
+    """KafkaApis: a topic whose compression.type is zstd is
+    UNSUPPORTED_COMPRESSION_TYPE to Fetch below v10 (KIP-110)."""
+    b = start_broker("compression.type=zstd")
+    with RawClient(b.bootstrap) as c:
+        metadata(c, topic)
+        _fill(c, topic, 1, values=3)
+        for version, code in ((9, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), (10, 0)):
+            p = c.request(ApiKey.FETCH, version, fetch_body(topic, 0)).responses[0].partitions[0]
+            assert p.error_code == code, version
