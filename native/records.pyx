@@ -91,6 +91,7 @@ cdef struct rules:
     bint keys
 
 cdef rules NO_RULES = rules(INT64_MIN, INT64_MAX, False)
+cdef int64_t NOT_WALKED = INT64_MIN  # the records' timestamps were not looked at
 
 
 cdef struct batch_header:
@@ -282,7 +283,7 @@ cdef inline int _skip_bytes(const uint8_t **pp, const uint8_t *rend, bint nullab
 
 
 cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
-                      int64_t base_ts, bint deltas, const rules *r,
+                      int64_t base_ts, bint deltas, const rules *r, int64_t *max_ts,
                       failure *f) noexcept nogil:
     """Every field of ``count`` records, as a consumer parses them (Kafka's
     DefaultRecord.readFrom): each record fills its own length exactly, the
@@ -291,13 +292,15 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
     the batch otherwise; it takes an uncompressed batch's as they are).  A
     correct CRC only proves these are the bytes the producer sent.  About 4 ns
     a record.  Then the topic's ``rules``: timestamps (base + delta) other
-    than -1 within [ts_lo, ts_hi], and keys."""
+    than -1 within [ts_lo, ts_hi], and keys.  ``max_ts``: the largest record
+    timestamp (-1 for none), which Kafka writes into the batch header."""
     cdef const uint8_t *p = start
     cdef const uint8_t *rstart
     cdef const uint8_t *rend
     cdef int32_t k, j, length, delta, hcount
     cdef int64_t ts_delta, ts
     cdef int n
+    max_ts[0] = -1
     for k in range(count):
         rstart = p
         n = pylog_varint_decode(p, end, &length)
@@ -314,6 +317,8 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
         ts = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)  # wraps, as in Java
         if (ts < r.ts_lo or ts > r.ts_hi) and ts != -1:
             return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, r.ts_lo, r.ts_hi)
+        if ts > max_ts[0]:
+            max_ts[0] = ts
         p += n
         n = pylog_varint_decode(p, rend, &delta)
         if n < 0:
@@ -344,7 +349,7 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
 
 
 cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
-                    failure *f, const rules *r) noexcept nogil:
+                    failure *f, const rules *r, int64_t *max_ts) noexcept nogil:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records: every
     field when ``strict`` (what a client sends, as Kafka's LogValidator),
@@ -363,7 +368,7 @@ cdef int check_body(const uint8_t *buf, const batch_header *h, bint strict,
         return CHECK_OK
     p += HEADER_SIZE
     if strict:
-        return walk_records(p, end, h.record_count, h.base_timestamp, False, r, f)
+        return walk_records(p, end, h.record_count, h.base_timestamp, False, r, max_ts, f)
     # The record lengths must tile the records section exactly.
     for i in range(h.record_count):
         n = pylog_varint_decode(p, end, &length)
@@ -441,7 +446,7 @@ cdef object _raise(Py_ssize_t index, Py_ssize_t pos, const failure *f):
 
 
 cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t index,
-                           const rules *r) except -1:
+                           const rules *r, int64_t *max_ts) except -1:
     """Decompress the batch (bounded: compression.decompress_bounded) and walk
     every record inside; one Python call per batch, none per record."""
     cdef Py_buffer out
@@ -461,7 +466,7 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t
     try:
         with nogil:
             rc = walk_records(<const uint8_t *>out.buf, <const uint8_t *>out.buf + out.len,
-                              h.record_count, h.base_timestamp, True, r, &f)
+                              h.record_count, h.base_timestamp, True, r, max_ts, &f)
     finally:
         PyBuffer_Release(&out)
         inflated.release()
@@ -472,21 +477,25 @@ cdef int _check_compressed(const uint8_t *buf, const batch_header *h, Py_ssize_t
 
 cdef inline int _check(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t index,
                        bint strict, batch_header *h, bint deep=False,
-                       const rules *r=&NO_RULES) except -1:
+                       const rules *r=&NO_RULES, int64_t *max_ts=NULL) except -1:
     """Full check of the batch at ``pos``: header, then CRC and record walk;
-    ``deep``, the records inside a compressed batch too."""
+    ``deep``, the records inside a compressed batch too.  ``max_ts`` gets the
+    largest record timestamp when the records were walked, else NOT_WALKED."""
     cdef failure f
+    cdef int64_t walked = NOT_WALKED
     cdef int rc = scan_header(buf, buflen, pos, h, &f)
     if rc == CHECK_OK:
         if h.size >= NOGIL_BYTES:
             with nogil:
-                rc = check_body(buf, h, strict, &f, r)
+                rc = check_body(buf, h, strict, &f, r, &walked)
         else:
-            rc = check_body(buf, h, strict, &f, r)
+            rc = check_body(buf, h, strict, &f, r, &walked)
     if rc != CHECK_OK:
         _raise(index, pos, &f)
     if deep and h.attributes & ATTR_COMPRESSION_MASK:
-        _check_compressed(buf, h, index, r)
+        _check_compressed(buf, h, index, r, &walked)
+    if max_ts != NULL:
+        max_ts[0] = walked
     return 0
 
 
@@ -630,7 +639,8 @@ def validate(buf, *, bint strict=True, bint deep=False) -> list:
 
 
 def validate_summary(buf, *, bint strict=True, bint deep=False,
-                     tuple timestamps=None, bint keys=False) -> tuple:
+                     tuple timestamps=None, bint keys=False,
+                     bint fix_max_timestamp=False) -> tuple:
     """Like :func:`validate`, without per-batch objects.
 
     Returns ``(batch_count, record_count, offset_count, max_timestamp)``;
@@ -639,19 +649,36 @@ def validate_summary(buf, *, bint strict=True, bint deep=False,
     ``timestamps=(lo, hi)``, with ``strict``: every record's timestamp (but
     -1, none) must lie in that range, else the check "timestamp" fails;
     ``keys``, with ``strict``: every record must have a key (check "key").
+    ``fix_max_timestamp`` (``buf`` writable): as Kafka's LogValidator, a
+    CreateTime batch whose records were walked gets the largest record
+    timestamp as its maxTimestamp (and its CRC again) when the producer wrote
+    another; ``max_timestamp`` is then the corrected one.
     """
     cdef Py_buffer view
     cdef batch_header h
     cdef Py_ssize_t pos = 0, index = 0
-    cdef int64_t records = 0, offsets = 0, max_ts = -1
+    cdef int64_t records = 0, offsets = 0, max_ts = -1, walked = NOT_WALKED
     cdef rules r = NO_RULES
+    cdef uint8_t *p
     if timestamps is not None:
         r.ts_lo, r.ts_hi = timestamps
     r.keys = keys
-    _get_buffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        _get_buffer(buf, &view, PyBUF_WRITABLE if fix_max_timestamp else PyBUF_SIMPLE)
+    except BufferError:
+        raise TypeError(f"fix_max_timestamp needs a writable buffer, got read-only "
+                        f"{type(buf).__name__}") from None
     try:
         while pos < view.len:
-            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep, &r)
+            _check(<const uint8_t *>view.buf, view.len, pos, index, strict, &h, deep, &r,
+                   &walked)
+            if (fix_max_timestamp and walked != NOT_WALKED and walked != h.max_timestamp
+                    and not h.attributes & ATTR_TIMESTAMP_TYPE):
+                p = <uint8_t *>view.buf + pos
+                wr64(p + OFF_MAX_TIMESTAMP, <uint64_t>walked)
+                wr32(p + OFF_CRC, pylog_crc32c(0, p + OFF_ATTRIBUTES,
+                                               <size_t>(h.size - OFF_ATTRIBUTES)))
+                h.max_timestamp = walked
             records += h.record_count
             offsets += <int64_t>h.last_offset_delta + 1
             if h.max_timestamp > max_ts:

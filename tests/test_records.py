@@ -661,3 +661,36 @@ def test_keys_required(impl, codec):
     assert e.value.check == "key"
     assert str(e.value) == ("batch 0 at byte 0: record 2 (byte 18 of the records): "
                             "Compacted topic cannot accept message without key")
+
+
+@pytest.mark.parametrize("codec", [0, *CODEC_IDS], ids=["none", *CODEC_IDS.values()])
+def test_fix_max_timestamp(impl, codec):
+    """As Kafka's LogValidator: a CreateTime batch gets its records' largest
+    timestamp as maxTimestamp (the CRC made right again) when the producer
+    wrote another; a right one, a LogAppendTime batch or records not walked
+    are left alone."""
+    recs = [(T0 + 5, b"k", b"v"), (T0 + 30, b"k", b"v"), (T0 + 10, b"k", b"v")]
+    good = bytearray(impl.build_batch(recs, compression=codec))
+    for claimed in (T0, T0 + 99, -1):
+        buf = bytearray(good)
+        struct.pack_into(">q", buf, 35, claimed)
+        recrc(buf)
+        assert impl.validate_summary(buf, deep=True)[3] == claimed
+        assert impl.validate_summary(buf, deep=True, fix_max_timestamp=True)[3] == T0 + 30
+        assert bytes(buf) == bytes(good)
+    same = bytearray(good)
+    impl.validate_summary(same, deep=True, fix_max_timestamp=True)
+    assert same == good
+    appended = bytearray(impl.build_batch(recs, compression=codec, timestamp_type=1))
+    struct.pack_into(">q", appended, 35, T0)
+    recrc(appended)
+    before = bytes(appended)
+    assert impl.validate_summary(appended, deep=True, fix_max_timestamp=True)[3] == T0
+    assert bytes(appended) == before
+    if codec:  # not deep: the compressed records were not looked at
+        buf = bytearray(good)
+        struct.pack_into(">q", buf, 35, T0)
+        recrc(buf)
+        assert impl.validate_summary(buf, fix_max_timestamp=True)[3] == T0
+    with pytest.raises(TypeError):
+        impl.validate_summary(bytes(good), fix_max_timestamp=True)

@@ -199,8 +199,9 @@ class Log:
         if window is not None:
             t = self.time_ms()
             limits = (max(t - window[0], -LONG_MAX - 1), min(t + window[1], LONG_MAX))
-        batches, messages, _, max_ts = validate_summary(view, deep=True, timestamps=limits,
-                                                        keys=self._keys)
+        # And, as Kafka, a CreateTime batch's maxTimestamp is its records' largest.
+        batches, messages, _, max_ts = validate_summary(
+            view, deep=True, timestamps=limits, keys=self._keys, fix_max_timestamp=True)
         if not batches:
             raise ValueError("append of an empty record set")
         config = self.config

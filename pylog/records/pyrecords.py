@@ -233,10 +233,11 @@ _NO_RULES = (-(1 << 63), (1 << 63) - 1, False)
 
 
 def _check_body(buf, info: BatchInfo, strict: bool,
-                rules: tuple[int, int, bool] = _NO_RULES) -> None:
+                rules: tuple[int, int, bool] = _NO_RULES) -> int | None:
     """CRC first (a corrupt byte is reported as such), then the fields it
     covers, then for uncompressed batches the walk over the records (every
-    field when ``strict``, their lengths only otherwise)."""
+    field when ``strict``, their lengths only otherwise).  The largest record
+    timestamp when every field was walked, else None."""
     start, end = info.position, info.position + info.size
     computed = crc32c(memoryview(buf)[start + OFF_ATTRIBUTES:end])
     if computed != info.crc:
@@ -244,12 +245,11 @@ def _check_body(buf, info: BatchInfo, strict: bool,
                               f"computed 0x{computed:08x}")
     _check_fields(info, strict)
     if info.compression:
-        return
+        return None
     p = start + HEADER_SIZE
     if strict:
-        _walk_records(memoryview(buf)[p:end], info.record_count, info.first_timestamp, False,
-                      rules)
-        return
+        return _walk_records(memoryview(buf)[p:end], info.record_count, info.first_timestamp,
+                             False, rules)
     # The record lengths must tile the records section exactly.
     for i in range(info.record_count):
         try:
@@ -267,6 +267,7 @@ def _check_body(buf, info: BatchInfo, strict: bool,
     if p != end:
         raise _Failure("records", f"{end - p} bytes left over after the "
                                   f"{info.record_count} records of the batch")
+    return None
 
 
 def _skip_bytes(data, p: int, rend: int, nullable: bool) -> int:
@@ -277,11 +278,13 @@ def _skip_bytes(data, p: int, rend: int, nullable: bool) -> int:
 
 
 def _walk_records(data, count: int, base_ts: int = 0, deltas: bool = True,
-                  rules: tuple[int, int, bool] = _NO_RULES) -> None:
-    """Every field of ``count`` records, as a consumer parses them, and their
-    the topic's ``rules`` (see the native twin's walk_records)."""
+                  rules: tuple[int, int, bool] = _NO_RULES) -> int:
+    """Every field of ``count`` records, as a consumer parses them, and the
+    topic's ``rules``; returns the largest record timestamp (see the native
+    twin's walk_records)."""
     lo, hi, keys = rules
     p, end = 0, len(data)
+    max_ts = -1
     for k in range(count):
         rstart = p
 
@@ -307,6 +310,7 @@ def _walk_records(data, count: int, base_ts: int = 0, deltas: bool = True,
             raise _Failure("timestamp", f"record {k} (byte {rstart} of the records): "
                                         f"timestamp {ts} is out of range: it should be "
                                         f"within [{lo}, {hi}]")
+        max_ts = max(max_ts, ts)
         try:
             delta, p = _read_varint(data, p, rend)
         except _BadVarint:
@@ -344,9 +348,10 @@ def _walk_records(data, count: int, base_ts: int = 0, deltas: bool = True,
     if p != end:
         raise _Failure("records", f"record {count} (byte {p} of the records): "
                                   f"{end - p} bytes left over after the last record")
+    return max_ts
 
 
-def _check_compressed(buf, info: BatchInfo, rules: tuple[int, int, bool]) -> None:
+def _check_compressed(buf, info: BatchInfo, rules: tuple[int, int, bool]) -> int:
     start = info.position + HEADER_SIZE
     try:
         inflated = decompress_bounded(info.compression,
@@ -354,32 +359,42 @@ def _check_compressed(buf, info: BatchInfo, rules: tuple[int, int, bool]) -> Non
     except CodecError as exc:
         raise _Failure("decompress", str(exc)) from None
     with inflated:
-        _walk_records(inflated, info.record_count, info.first_timestamp, True, rules)
+        return _walk_records(inflated, info.record_count, info.first_timestamp, True, rules)
 
 
 def _check(buf, n: int, pos: int, index: int, strict: bool, deep: bool = False,
-           rules: tuple[int, int, bool] = _NO_RULES) -> BatchInfo:
+           rules: tuple[int, int, bool] = _NO_RULES) -> tuple[BatchInfo, int | None]:
+    """The batch's facts, and its largest record timestamp if its records
+    were walked."""
     try:
         info = _scan_header(buf, n, pos)
-        _check_body(buf, info, strict, rules)
+        walked = _check_body(buf, info, strict, rules)
         if deep and info.compression:
-            _check_compressed(buf, info, rules)
+            walked = _check_compressed(buf, info, rules)
     except _Failure as f:
         raise CorruptBatchError(f"batch {index} at byte {pos}: {f.message}",
                                 batch_index=index, position=pos, check=f.check) from None
-    return info
+    return info, walked
 
 
 def _view(buf) -> memoryview:
     return memoryview(buf).cast("B")
 
 
-def _validate(buf, strict: bool, deep: bool,
-              rules: tuple[int, int, bool] = _NO_RULES) -> list[BatchInfo]:
+def _validate(buf, strict: bool, deep: bool, rules: tuple[int, int, bool] = _NO_RULES,
+              fix_max_timestamp: bool = False) -> list[BatchInfo]:
     view = _view(buf)
+    if fix_max_timestamp and view.readonly:
+        raise TypeError("fix_max_timestamp needs a writable buffer")
     out, pos, n = [], 0, len(view)
     while pos < n:
-        info = _check(view, n, pos, len(out), strict, deep, rules)
+        info, walked = _check(view, n, pos, len(out), strict, deep, rules)
+        if (fix_max_timestamp and walked is not None and walked != info.max_timestamp
+                and not info.attributes & ATTR_TIMESTAMP_TYPE):
+            struct.pack_into(">q", view, pos + OFF_MAX_TIMESTAMP, walked)
+            struct.pack_into(">I", view, pos + OFF_CRC,
+                             crc32c(view[pos + OFF_ATTRIBUTES:pos + info.size]))
+            info = _scan_header(view, n, pos)
         out.append(info)
         pos += info.size
     return out
@@ -391,11 +406,11 @@ def validate(buf, *, strict: bool = True, deep: bool = False) -> list[BatchInfo]
 
 
 def validate_summary(buf, *, strict: bool = True, deep: bool = False,
-                     timestamps: tuple[int, int] | None = None,
-                     keys: bool = False) -> tuple[int, int, int, int]:
+                     timestamps: tuple[int, int] | None = None, keys: bool = False,
+                     fix_max_timestamp: bool = False) -> tuple[int, int, int, int]:
     """``(batch_count, record_count, offset_count, max_timestamp)``."""
     lo, hi = timestamps or _NO_RULES[:2]
-    infos = _validate(buf, strict, deep, (lo, hi, keys))
+    infos = _validate(buf, strict, deep, (lo, hi, keys), fix_max_timestamp)
     return (len(infos), sum(i.record_count for i in infos),
             sum(i.last_offset_delta + 1 for i in infos),
             max((i.max_timestamp for i in infos), default=-1))
@@ -591,7 +606,7 @@ def read_batches(buf, *, strict: bool = False) -> Iterator[Batch]:
         view = _view(buf)
         if pos >= len(view):
             return
-        info = _check(view, len(view), pos, index, strict)
+        info, _ = _check(view, len(view), pos, index, strict)
         yield Batch(*(getattr(info, f.name) for f in fields(BatchInfo)), buf, index)
         pos += info.size
         index += 1

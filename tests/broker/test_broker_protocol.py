@@ -787,3 +787,27 @@ def test_fetch_of_a_zstd_topic_needs_version_10(start_broker, topic) -> None:
         for version, code in ((9, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), (10, 0)):
             p = c.request(ApiKey.FETCH, version, fetch_body(topic, 0)).responses[0].partitions[0]
             assert p.error_code == code, version
+
+
+def test_batch_max_timestamp_is_its_records_largest(broker, topic) -> None:
+    """As Kafka's LogValidator: a batch whose header claims another
+    maxTimestamp than its records' largest is stored with the records' one, so
+    ListOffsets by max timestamp (-3), the time index and retention see it."""
+    b = BatchBuilder(compression=1)
+    for ts in (1_700_000_000_500, 1_700_000_009_000, 1_700_000_001_000):
+        b.append(ts, b"k", b"v")
+    buf = bytearray(b.build())
+    struct.pack_into(">q", buf, 35, 1_700_000_000_000)  # a lie, under the CRC
+    buf = _recompressed(bytes(buf[:61]), bytes(buf[61:]))
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        assert partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
+            topic, 0, buf))).error_code == 0
+        r = c.request(ApiKey.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0,
+                                               "topics": [{"name": topic, "partitions": [
+                                                   {"partition_index": 0, "timestamp": -3,
+                                                    "current_leader_epoch": -1}]}]})
+        p = r.topics[0].partitions[0]
+        assert (p.error_code, p.timestamp) == (0, 1_700_000_009_000)
+        stored = c.request(ApiKey.FETCH, 12, fetch_body(topic, 0)).responses[0].partitions[0]
+        assert struct.unpack_from(">q", bytes(stored.records), 35)[0] == 1_700_000_009_000
