@@ -5,9 +5,11 @@ node coordinates every group.  The model is Kafka's: JoinGroup requests park
 (futures) until the rebalance completes, i.e. every known member rejoined or
 the rebalance timeout expired (the silent dynamic members are then dropped);
 the first joiner leads and sends everyone's assignment in its SyncGroup, which
-the coordinator hands out without reading it.  Sessions expire when a member
-sends nothing for ``session.timeout.ms``; a member parked in a JoinGroup or
-SyncGroup is kept alive, as the request itself shows it is there.
+the coordinator hands out without reading it; a member that sends no SyncGroup
+within the rebalance timeout is removed and the group rebalances again (Kafka's
+pending sync, KAFKA-12890).  Sessions expire when a member sends nothing for
+``session.timeout.ms``; a member parked in a JoinGroup or SyncGroup is kept
+alive, as the request itself shows it is there.
 
 Time: timers run on the loop's monotonic clock; timestamps written to the log
 (commit times, state times) and offset expiry use ``time_ms`` (wall clock,
@@ -106,6 +108,12 @@ class OffsetCommit:
     commit_timestamp: int = -1  # OffsetCommit v1 only
 
 
+def _java_length(text: str) -> int:
+    """Java's String.length(): UTF-16 code units, what Kafka compares with
+    offset.metadata.max.bytes despite the name."""
+    return len(text.encode("utf-16-le")) // 2
+
+
 class GroupCoordinator:
     def __init__(self, topics: TopicRegistry, config: CoordinatorConfig | None = None,
                  time_ms: Callable[[], int] | None = None) -> None:
@@ -167,6 +175,7 @@ class GroupCoordinator:
         for group in self.groups.values():
             if group.rebalance_timer is not None:
                 group.rebalance_timer.cancel()
+            self._clear_pending_sync(group)
             for handle in group.pending_members.values():
                 if handle is not None:
                     handle.cancel()
@@ -261,6 +270,48 @@ class GroupCoordinator:
         if group.is_(S.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
+    # -- pending SyncGroups ------------------------------------------------------
+
+    def _schedule_pending_sync(self, group: Group) -> None:
+        """Kafka's DelayedSync (KAFKA-12890): every member just answered owes a
+        SyncGroup within the rebalance timeout; one that never sends it would
+        otherwise hold the group in CompletingRebalance forever.  As in Kafka
+        the deadline outlives the leader's SyncGroup (Stable): a follower that
+        never syncs consumes nothing, and is dropped too."""
+        self._clear_pending_sync(group)
+        group.pending_sync = set(group.members)
+        timeout_ms = max(m.rebalance_timeout_ms for m in group.members.values())
+        group.sync_timer = self._loop.call_later(
+            timeout_ms / 1000, self._expire_pending_sync, group, group.generation)
+
+    @staticmethod
+    def _clear_pending_sync(group: Group) -> None:
+        group.pending_sync.clear()
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
+
+    def _synced(self, group: Group, member_id: str) -> None:
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self._clear_pending_sync(group)  # everyone synced: no deadline left
+
+    def _expire_pending_sync(self, group: Group, generation: int) -> None:
+        """Kafka's onExpirePendingSync: drop who never synced, rebalance the rest."""
+        group.sync_timer = None
+        if (self.groups.get(group.group_id) is not group or group.generation != generation
+                or group.state not in (S.COMPLETING_REBALANCE, S.STABLE)
+                or not group.pending_sync):
+            return
+        missing = sorted(group.pending_sync)
+        for member_id in missing:
+            member = group.members.get(member_id)
+            if member is not None:
+                self._drop_member(group, member, E.UNKNOWN_MEMBER_ID)
+        log.info("members %s of group %s sent no SyncGroup within the rebalance timeout, "
+                 "removing them", missing, group.group_id)
+        self._prepare_rebalance(group, f"removing {missing} on pending sync request expiration")
+
     # -- rebalancing -------------------------------------------------------------
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
@@ -269,6 +320,7 @@ class GroupCoordinator:
             for m in group.members.values():
                 m.assignment = b""
                 self._finish_sync(m, SyncResult(E.REBALANCE_IN_PROGRESS))
+        self._clear_pending_sync(group)  # the next generation sets its own deadline
         was_empty = group.is_(S.EMPTY)
         group.transition(S.PREPARING_REBALANCE, self.time_ms())
         if group.rebalance_timer is not None:
@@ -358,6 +410,7 @@ class GroupCoordinator:
                 m.is_new = False
                 self._finish_join(m, result)
             self._heartbeat(group, m)
+        self._schedule_pending_sync(group)
 
     def _drop_member(self, group: Group, member: Member, error: int) -> None:
         self._finish_join(member, JoinResult(error, member.member_id))
@@ -468,7 +521,9 @@ class GroupCoordinator:
         if handle is not None:
             handle.cancel()
         group.add(member)
-        if group.in_initial_delay:
+        if group.in_initial_delay and group.generation == 0:
+            # Only a brand-new group's start may be held back by more joiners
+            # (Kafka's addMemberAndRebalance); a reused one waits one delay.
             group.new_member_added = True
         self._heartbeat(group, member)
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
@@ -539,6 +594,7 @@ class GroupCoordinator:
         if group.is_(S.PREPARING_REBALANCE):
             return SyncResult(E.REBALANCE_IN_PROGRESS)
         self._heartbeat(group, member)
+        self._synced(group, member_id)
         if group.is_(S.STABLE):
             return self._sync_result(group, member.assignment)
         # CompletingRebalance: park until the leader's assignment arrives.
@@ -631,8 +687,7 @@ class GroupCoordinator:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {(c.topic, c.partition): code for c in commits}
 
-        if not group_id:
-            return all_(E.INVALID_GROUP_ID)
+        # No group id check: Kafka accepts "" here, for backwards compatibility.
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -646,13 +701,15 @@ class GroupCoordinator:
         if group.is_static_member_fenced(member_id, instance_id):
             return all_(E.FENCED_INSTANCE_ID)
         if not (generation < 0 and group.is_(S.EMPTY)):
-            if group.is_(S.COMPLETING_REBALANCE):
-                return all_(E.REBALANCE_IN_PROGRESS)
+            # Who is asking comes first (Kafka's validateOffsetCommit): only a
+            # member of the current generation learns that it must wait.
             member = group.members.get(member_id)
             if member is None:
                 return all_(E.UNKNOWN_MEMBER_ID)
             if generation != group.generation:
                 return all_(E.ILLEGAL_GENERATION)
+            if group.is_(S.COMPLETING_REBALANCE):
+                return all_(E.REBALANCE_IN_PROGRESS)
             self._heartbeat(group, member)
         return self._do_commit(group, commits, retention_ms)
 
@@ -668,7 +725,7 @@ class GroupCoordinator:
             topic = self.topics.get(c.topic)
             if topic is None or not 0 <= c.partition < topic.partitions:
                 errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+            elif _java_length(metadata) > OFFSET_METADATA_MAX_BYTES:
                 errors[tp] = E.OFFSET_METADATA_TOO_LARGE
             else:
                 ts = c.commit_timestamp if c.commit_timestamp >= 0 else now
@@ -787,6 +844,8 @@ class GroupCoordinator:
 
     def delete_offsets(self, group_id: str, tps: list[TopicPartition]
                        ) -> tuple[int, dict[TopicPartition, int]]:
+        if not group_id:
+            return E.INVALID_GROUP_ID, {}  # unlike OffsetCommit, Kafka refuses ""
         group = self.groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}

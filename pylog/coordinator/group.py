@@ -105,6 +105,10 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     # Member ids handed out with MEMBER_ID_REQUIRED and not joined yet -> expiry deadline.
     pending_members: dict[str, asyncio.TimerHandle | None] = field(default_factory=dict)
+    # Members answered a JoinGroup of this generation that have not sent their
+    # SyncGroup yet (Kafka's pendingSyncMembers), and the deadline they must meet.
+    pending_sync: set[str] = field(default_factory=set)
+    sync_timer: asyncio.TimerHandle | None = None
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     new_member_added: bool = False  # during the initial rebalance delay
     rebalance_timer: asyncio.TimerHandle | None = None
@@ -146,6 +150,7 @@ class Group:
             del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
+        self.pending_sync.discard(member_id)
         return member
 
     def replace_static_member(self, instance_id: str, old_id: str, new: Member) -> Member:
@@ -158,6 +163,10 @@ class Group:
         self.static_members[instance_id] = new.member_id
         if self.leader_id == old_id:
             self.leader_id = new.member_id
+        if old_id in self.pending_sync:
+            # The SyncGroup still owed is now the new incarnation's to send.
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new.member_id)
         return old
 
     def is_static_member_fenced(self, member_id: str, instance_id: str | None) -> bool:
