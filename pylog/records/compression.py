@@ -140,85 +140,85 @@ _LZ4_MAGIC = 0x184D2204
 _LZ4_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 
 
-def _zstd_bound(view: memoryview) -> int:
-    """Sum over frames: the declared content size, else the blocks' upper bounds."""
-    total, pos, end = 0, 0, len(view)
-    while pos < end:
-        if end - pos < 8:
-            raise CodecError(f"zstd: truncated frame at byte {pos}")
-        (magic,) = struct.unpack_from("<I", view, pos)
-        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
-            (size,) = struct.unpack_from("<I", view, pos + 4)
-            pos += 8 + size
+def _framed_bound(view: memoryview, name: str, magic: int, header: int,
+                  frame: Callable[[memoryview, int], tuple[int, int]]) -> int:
+    """Sum of ``frame(view, pos) -> (end, bound)`` over the data frames of a
+    zstd or lz4 stream, past the skippable frames both formats have."""
+    total, pos = 0, 0
+    while pos < len(view):
+        if len(view) - pos < header:
+            raise CodecError(f"{name}: truncated frame at byte {pos}")
+        (found,) = struct.unpack_from("<I", view, pos)
+        if found & 0xFFFFFFF0 == 0x184D2A50:
+            pos += 8 + struct.unpack_from("<I", view, pos + 4)[0]
             continue
-        if magic != _ZSTD_MAGIC:
-            raise CodecError(f"zstd: bad frame magic 0x{magic:08x} at byte {pos}")
-        fhd = view[pos + 4]
-        fcs_flag, single, has_checksum = fhd >> 6, fhd >> 5 & 1, fhd >> 2 & 1
-        fcs_size = (1 if single else 0, 2, 4, 8)[fcs_flag]
-        p = pos + 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
-        if p + fcs_size > end:
-            raise CodecError(f"zstd: truncated frame header at byte {pos}")
-        declared = None
-        if fcs_size:
-            declared = int.from_bytes(view[p:p + fcs_size], "little")
-            declared += 256 if fcs_size == 2 else 0
-        p += fcs_size
-        blocks = 0
-        while True:
-            if p + 3 > end:
-                raise CodecError(f"zstd: truncated block header at byte {p}")
-            header = int.from_bytes(view[p:p + 3], "little")
-            last, kind, size = header & 1, header >> 1 & 3, header >> 3
-            if kind == 3:
-                raise CodecError(f"zstd: reserved block type at byte {p}")
-            p += 3 + (1 if kind == 1 else size)
-            blocks += _ZSTD_BLOCK_MAX if kind == 2 else size
-            if last:
-                break
-        pos = p + 4 * has_checksum
-        total += min(declared, blocks) if declared is not None else blocks
+        if found != magic:
+            raise CodecError(f"{name}: bad frame magic 0x{found:08x} at byte {pos}")
+        pos, bound = frame(view, pos)
+        total += bound
     return total
 
 
-def _lz4_bound(view: memoryview) -> int:
-    """Sum over frames: the declared content size, else the blocks' upper bounds."""
-    total, pos, end = 0, 0, len(view)
-    while pos < end:
-        if end - pos < 7:
-            raise CodecError(f"lz4: truncated frame at byte {pos}")
-        (magic,) = struct.unpack_from("<I", view, pos)
-        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
-            (size,) = struct.unpack_from("<I", view, pos + 4)
-            pos += 8 + size
-            continue
-        if magic != _LZ4_MAGIC:
-            raise CodecError(f"lz4: bad frame magic 0x{magic:08x} at byte {pos}")
-        flg, bd = view[pos + 4], view[pos + 5]
-        block_max = _LZ4_BLOCK_MAX.get(bd >> 4 & 7)
-        if block_max is None:
-            raise CodecError(f"lz4: bad block maximum size in byte 0x{bd:02x}")
-        p = pos + 6
-        declared = None
-        if flg & 0x08:
-            declared = int.from_bytes(view[p:p + 8], "little")
-            p += 8
-        p += 4 * (flg & 1) + 1  # dictionary id, header checksum
-        block_checksum = 4 * (flg >> 4 & 1)
-        blocks = 0
-        while True:
-            if p + 4 > end:
-                raise CodecError(f"lz4: truncated block header at byte {p}")
-            (size,) = struct.unpack_from("<I", view, p)
-            p += 4
-            if size == 0:  # end mark
-                break
-            stored, size = size >> 31, size & 0x7FFFFFFF
-            blocks += size if stored else block_max
-            p += size + block_checksum
-        pos = p + 4 * (flg >> 2 & 1)
-        total += min(declared, blocks) if declared is not None else blocks
-    return total
+def _zstd_frame(view: memoryview, pos: int) -> tuple[int, int]:
+    """A zstd frame's end and bound: its declared content size, else the sum
+    of its blocks' (raw and RLE blocks say their size, a compressed one
+    regenerates at most 128 KiB)."""
+    end = len(view)
+    fhd = view[pos + 4]
+    fcs_flag, single, has_checksum = fhd >> 6, fhd >> 5 & 1, fhd >> 2 & 1
+    fcs_size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    p = pos + 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    if p + fcs_size > end:
+        raise CodecError(f"zstd: truncated frame header at byte {pos}")
+    declared = None
+    if fcs_size:
+        declared = int.from_bytes(view[p:p + fcs_size], "little")
+        declared += 256 if fcs_size == 2 else 0
+    p += fcs_size
+    blocks = 0
+    while True:
+        if p + 3 > end:
+            raise CodecError(f"zstd: truncated block header at byte {p}")
+        header = int.from_bytes(view[p:p + 3], "little")
+        last, kind, size = header & 1, header >> 1 & 3, header >> 3
+        if kind == 3:
+            raise CodecError(f"zstd: reserved block type at byte {p}")
+        p += 3 + (1 if kind == 1 else size)
+        blocks += _ZSTD_BLOCK_MAX if kind == 2 else size
+        if last:
+            break
+    return p + 4 * has_checksum, min(declared, blocks) if declared is not None else blocks
+
+
+def _lz4_frame(view: memoryview, pos: int) -> tuple[int, int]:
+    """An lz4 frame's end and bound: its declared content size, else the sum
+    of its blocks' (a stored block says its size, a compressed one fills at
+    most the frame's block maximum)."""
+    end = len(view)
+    flg, bd = view[pos + 4], view[pos + 5]
+    block_max = _LZ4_BLOCK_MAX.get(bd >> 4 & 7)
+    if block_max is None:
+        raise CodecError(f"lz4: bad block maximum size in byte 0x{bd:02x}")
+    p = pos + 6
+    declared = None
+    if flg & 0x08:
+        declared = int.from_bytes(view[p:p + 8], "little")
+        p += 8
+    p += 4 * (flg & 1) + 1  # dictionary id, header checksum
+    block_checksum = 4 * (flg >> 4 & 1)
+    blocks = 0
+    while True:
+        if p + 4 > end:
+            raise CodecError(f"lz4: truncated block header at byte {p}")
+        (size,) = struct.unpack_from("<I", view, p)
+        p += 4
+        if size == 0:  # end mark
+            break
+        stored, size = size >> 31, size & 0x7FFFFFFF
+        blocks += size if stored else block_max
+        p += size + block_checksum
+    end_of_frame = p + 4 * (flg >> 2 & 1)
+    return end_of_frame, min(declared, blocks) if declared is not None else blocks
 
 
 def _snappy_bound(view: memoryview) -> int:
@@ -247,7 +247,9 @@ def _gzip_bound(view: memoryview) -> int:
 
 
 _BOUND: dict[int, Callable[[memoryview], int]] = {
-    GZIP: _gzip_bound, SNAPPY: _snappy_bound, LZ4: _lz4_bound, ZSTD: _zstd_bound}
+    GZIP: _gzip_bound, SNAPPY: _snappy_bound,
+    LZ4: lambda v: _framed_bound(v, "lz4", _LZ4_MAGIC, 7, _lz4_frame),
+    ZSTD: lambda v: _framed_bound(v, "zstd", _ZSTD_MAGIC, 8, _zstd_frame)}
 
 
 def inflated_bound(codec: int, data) -> int:
