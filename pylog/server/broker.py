@@ -16,13 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pylog.coordinator import CoordinatorConfig, GroupCoordinator
 from pylog.io.backend import get_backend
-from pylog.log import LogConfig, LogManager
+from pylog.log import LogManager
 from pylog.net.listener import Listener
 from pylog.server import producer_state
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import PartitionProducers, ProducerIds
 from pylog.server.requests import RequestRouter
+from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class Broker:
         self.log_dir = config.log_dir
         default = config.log_config
         saved = load_topic_configs(self.log_dir)
-        topic_configs = {name: LogConfig.from_props(props, base=default)
+        topic_configs = {name: log_config(props, default)
                          for name, props in saved.items() if props}
         self.logs = LogManager(self.log_dir, default, node_id=self.node_id,
                                backend=get_backend(config["io.backend"]),

@@ -16,6 +16,36 @@ VERSIONS = (0, 4)
 TOPIC, BROKER = 2, 4
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = (topic_configs.STATIC_BROKER_CONFIG,
                                         topic_configs.DEFAULT_CONFIG)
+BOOLEAN, STRING, INT, LONG, LIST = (topic_configs.BOOLEAN, topic_configs.STRING,
+                                    topic_configs.INT, topic_configs.LONG, topic_configs.LIST)
+
+# The ConfigDef types of the broker keys pylog knows (KafkaConfig's; pylog's
+# own keys typed the same way), returned as config_type from v3 on.
+_BROKER_TYPES: dict[str, int] = {
+    **dict.fromkeys(("listeners", "advertised.listeners", "log.dirs", "log.dir",
+                     "log.message.timestamp.type", "compression.type", "io.backend",
+                     "metrics.listener"), STRING),
+    **dict.fromkeys(("auto.create.topics.enable", "delete.topic.enable",
+                     "log.preallocate"), BOOLEAN),
+    **dict.fromkeys(("node.id", "broker.id", "num.partitions", "default.replication.factor",
+                     "message.max.bytes", "socket.request.max.bytes",
+                     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+                     "fetch.max.bytes", "queued.max.requests", "log.segment.bytes",
+                     "log.roll.hours", "log.roll.jitter.hours", "log.retention.hours",
+                     "log.retention.minutes", "log.flush.offset.checkpoint.interval.ms",
+                     "log.flush.start.offset.checkpoint.interval.ms",
+                     "log.index.interval.bytes", "log.index.size.max.bytes",
+                     "min.insync.replicas", "offsets.topic.num.partitions",
+                     "offsets.retention.minutes", "group.initial.rebalance.delay.ms",
+                     "group.min.session.timeout.ms", "group.max.session.timeout.ms"), INT),
+    **dict.fromkeys(("connections.max.idle.ms", "log.roll.ms", "log.roll.jitter.ms",
+                     "log.retention.ms", "log.retention.bytes",
+                     "log.retention.check.interval.ms", "log.flush.interval.messages",
+                     "log.flush.interval.ms", "log.flush.scheduler.interval.ms",
+                     "log.cache.drop.idle.ms", "log.segment.delete.delay.ms",
+                     "offsets.retention.check.interval.ms"), LONG),
+    "log.cleanup.policy": LIST,
+}
 
 
 def _entries(values: dict[str, str | None], explicit: set[str], source: int,
@@ -29,7 +59,7 @@ def _entries(values: dict[str, str | None], explicit: set[str], source: int,
         out.append({"name": k, "value": v, "read_only": True, "is_default": k not in explicit,
                     "config_source": src, "is_sensitive": False,
                     "synonyms": [{"name": k, "value": v, "source": src}] if synonyms else [],
-                    "config_type": 0, "documentation": None})
+                    "config_type": _BROKER_TYPES.get(k, 0), "documentation": None})
     return out
 
 

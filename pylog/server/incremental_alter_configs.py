@@ -25,6 +25,11 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 def _apply(current: dict[str, str], op: Any) -> None:
     name, value, kind = op.name, op.value, op.config_operation
+    if kind == DELETE:
+        # Kafka validates the resulting config, not the key deleted: removing
+        # a key that is not set, even one no topic config has, changes nothing.
+        current.pop(name, None)
+        return
     found = topic_configs.TOPIC_CONFIGS.get(name)
     if found is None:
         raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
@@ -33,8 +38,6 @@ def _apply(current: dict[str, str], op: Any) -> None:
             raise TopicError(ErrorCode.INVALID_CONFIG,
                              f"Null value not supported for topic config: {name}")
         current[name] = value
-    elif kind == DELETE:
-        current.pop(name, None)
     elif kind in (APPEND, SUBTRACT):
         if found.config_type != topic_configs.LIST:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed "

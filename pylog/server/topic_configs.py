@@ -16,6 +16,8 @@ STATIC_BROKER_CONFIG when the broker's synonym (``log.retention.ms`` for
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -89,12 +91,13 @@ def _one_of(*options: str) -> Callable[[str, str], str]:
 
 
 def _list_of(*options: str) -> Callable[[str, str], str]:
+    # Kafka 3.6's ValidList takes an empty list too (no policy at all).
     def check(key: str, raw: str) -> str:
         items = [s.strip() for s in raw.split(",") if s.strip()]
         bad = [s for s in items if s not in options]
-        if bad or not items:
+        if bad:
             raise ConfigValueError(f"Invalid value {raw} for configuration {key}: "
-                                   f"must be a non-empty list of {', '.join(options)}")
+                                   f"must be a list of {', '.join(options)}")
         return ",".join(items)
     return check
 
@@ -113,8 +116,18 @@ def _replicas(key: str, raw: str) -> str:
     return value
 
 
-def _string(key: str, raw: str) -> str:
-    return raw.strip()
+# MetadataVersion strings: 0.8.0, 0.10.0-IV1, 2.8, 3.6-IV2, 3.0.1, ...
+_METADATA_VERSION = re.compile(r"\d+\.\d+(\.\d+)?(-IV\d+)?")
+
+
+def _metadata_version(key: str, raw: str) -> str:
+    # Deprecated and ignored since 3.0, but Kafka still parses it
+    # (MetadataVersionValidator): an unparsable value is refused.
+    value = raw.strip()
+    if not _METADATA_VERSION.fullmatch(value):
+        raise ConfigValueError(f"Invalid value {raw} for configuration {key}: "
+                               f"Version {value} is not a valid version")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +165,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     _def("flush.ms", _LONG_NONNEG, LONG_MAX, LONG, "log.flush.interval.ms",
          "Force an fsync when data is this old."),
     _def("follower.replication.throttled.replicas", _replicas, "", LIST,
-         "follower.replication.throttled.replicas",
-         "Replicas whose log replication is throttled on the follower side."),
+         None, "Replicas whose log replication is throttled on the follower side."),
     _def("index.interval.bytes", _int_range(0, INT_MAX), 4096, INT,
          "log.index.interval.bytes", "How often an offset index entry is added."),
     _def("leader.replication.throttled.replicas", _replicas, "", LIST,
-         "leader.replication.throttled.replicas",
-         "Replicas whose log replication is throttled on the leader side."),
+         None, "Replicas whose log replication is throttled on the leader side."),
     _def("local.retention.bytes", _int_range(-2, LONG_MAX), -2, LONG,
          "log.local.retention.bytes", "Local retention with tiered storage (stored)."),
     _def("local.retention.ms", _int_range(-2, LONG_MAX), -2, LONG, "log.local.retention.ms",
@@ -170,7 +181,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     _def("message.downconversion.enable", _bool, "true", BOOLEAN,
          "log.message.downconversion.enable", "Whether old consumers get down-converted "
          "batches (stored; pylog serves magic 2 only)."),
-    _def("message.format.version", _string, "3.0-IV1", STRING, "log.message.format.version",
+    _def("message.format.version", _metadata_version, "3.0-IV1", STRING,
+         "log.message.format.version",
          "Deprecated; ignored for inter-broker protocol 3.0 and later."),
     _def("message.timestamp.after.max.ms", _LONG_NONNEG, LONG_MAX, LONG,
          "log.message.timestamp.after.max.ms",
@@ -210,20 +222,25 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
          "unclean.leader.election.enable", "Out-of-ISR leaders (stored; one node)."),
 )}
 
-# Broker keys that feed the same topic config at lower precedence
-# (Kafka: log.retention.ms > log.retention.minutes > log.retention.hours).
-_LOWER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "retention.ms": ("log.retention.minutes", "log.retention.hours"),
-    "segment.ms": ("log.roll.hours",),
-    "segment.jitter.ms": ("log.roll.jitter.hours",),
+# Topic configs whose broker key has lower-precedence synonyms in Kafka
+# (ServerTopicConfigSynonyms): log.retention.ms > .minutes > .hours, each
+# with the factor from its own unit to the topic config's milliseconds.
+_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000),
+                     ("log.retention.hours", 3_600_000)),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
 }
-_SYNONYM_SCALE = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000,
-                  "log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000}
+# Kafka's defaults of those broker keys, in their own units.  The .ms and
+# .minutes keys have none (null), so DescribeConfigs lists the hours default.
+_SYNONYM_DEFAULTS = {"log.retention.hours": "168", "log.roll.hours": "168",
+                     "log.roll.jitter.hours": "0"}
+MIN_LAG, MAX_LAG = "min.compaction.lag.ms", "max.compaction.lag.ms"
 
 
 def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """Check every name and value; returns the normalised strings.  A
-    :class:`ConfigValueError` names the first bad key."""
+    """Check every name and value, then the combination; returns the
+    normalised strings.  A :class:`ConfigValueError` names the first bad key."""
     out: dict[str, str] = {}
     for key, raw in configs.items():
         found = TOPIC_CONFIGS.get(key)
@@ -232,7 +249,19 @@ def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
         if raw is None:
             raise ConfigValueError(f"Null value not supported for topic config: {key}")
         out[key] = found.check(key, raw)
+    _check_compaction_lag(out)
     return out
+
+
+def _check_compaction_lag(configs: Mapping[str, str]) -> None:
+    # Kafka's LogConfig.validateValues checks the topic's overrides over the
+    # broker defaults.  pylog's server.properties has no log.cleaner.*
+    # compaction lag keys, so the broker defaults are Kafka's own.
+    lo = int(configs.get(MIN_LAG, TOPIC_CONFIGS[MIN_LAG].default))
+    hi = int(configs.get(MAX_LAG, TOPIC_CONFIGS[MAX_LAG].default))
+    if lo > hi:
+        raise ConfigValueError(f"conflict topic config setting {MIN_LAG} ({lo}) > "
+                               f"{MAX_LAG} ({hi})")
 
 
 def log_config(configs: Mapping[str, str], base: LogConfig) -> LogConfig:
@@ -241,23 +270,64 @@ def log_config(configs: Mapping[str, str], base: LogConfig) -> LogConfig:
     model are kept in its ``extra`` (not strict: they were validated above)."""
     if not configs:
         return base
-    return LogConfig.from_props(configs, base=base)
+    if configs.get("cleanup.policy") != "":
+        return LogConfig.from_props(configs, base=base)
+    # An empty policy (valid in Kafka 3.6): neither delete nor compact.
+    # LogConfig's parser wants at least one, so it is set after parsing.
+    rest = {k: v for k, v in configs.items() if k != "cleanup.policy"}
+    return dataclasses.replace(LogConfig.from_props(rest, base=base), cleanup_policy=())
 
 
-def _broker_value(broker: BrokerConfig, key: str) -> tuple[str, str] | None:
-    """(broker key, value as the topic config's unit) when server.properties sets it."""
-    d = TOPIC_CONFIGS[key]
-    originals = broker.originals
-    if d.broker_key is not None and d.broker_key in originals:
-        return d.broker_key, originals[d.broker_key]
-    for synonym in _LOWER_SYNONYMS.get(key, ()):
-        if synonym in originals:
-            raw = originals[synonym]
-            try:
-                return synonym, str(int(raw) * _SYNONYM_SCALE[synonym])
-            except ValueError:
-                return synonym, raw
-    return None
+def _broker_synonyms(d: TopicConfigDef) -> tuple[tuple[str, int], ...]:
+    """The broker keys that give ``d`` its default, most specific first."""
+    if d.name in _SYNONYMS:
+        return _SYNONYMS[d.name]
+    return () if d.broker_key is None else ((d.broker_key, 1),)
+
+
+def _broker_default(d: TopicConfigDef, key: str) -> str | None:
+    """Kafka's default of broker key ``key`` in its own unit (None: no default)."""
+    return _SYNONYM_DEFAULTS.get(key) if d.name in _SYNONYMS else d.default
+
+
+def _in_topic_unit(raw: str, factor: int) -> str:
+    # As Kafka's KafkaConfig.logRetentionTimeMillis: a negative value is not
+    # scaled (-1: unlimited).
+    try:
+        value = int(raw)
+    except ValueError:
+        return raw
+    return str(value if value < 0 else value * factor)
+
+
+def _effective(d: TopicConfigDef, explicit: Mapping[str, str], broker: BrokerConfig) -> str:
+    """The value the topic runs with, in the topic config's own unit."""
+    if d.name in explicit:
+        return explicit[d.name]
+    for key, factor in _broker_synonyms(d):
+        if key in broker.originals:
+            return _in_topic_unit(broker.originals[key], factor)
+    return d.default
+
+
+def _synonym_chain(d: TopicConfigDef, explicit: Mapping[str, str],
+                   broker: BrokerConfig) -> list[dict[str, object]]:
+    """Kafka's synonym list (ConfigHelper.configSynonyms), highest precedence
+    first: the topic's override, the broker keys set in server.properties,
+    then the broker keys' defaults; each under its own name and in its own
+    unit (log.retention.hours=1, not 3600000)."""
+    chain: list[dict[str, object]] = []
+    if d.name in explicit:
+        chain.append({"name": d.name, "value": explicit[d.name],
+                      "source": DYNAMIC_TOPIC_CONFIG})
+    keys = [key for key, _ in _broker_synonyms(d)]
+    chain += [{"name": key, "value": broker.originals[key], "source": STATIC_BROKER_CONFIG}
+              for key in keys if key in broker.originals]
+    for key in keys:
+        default = _broker_default(d, key)
+        if default is not None:
+            chain.append({"name": key, "value": default, "source": DEFAULT_CONFIG})
+    return chain
 
 
 def describe(explicit: Mapping[str, str], broker: BrokerConfig, keys: object = None,
@@ -268,17 +338,11 @@ def describe(explicit: Mapping[str, str], broker: BrokerConfig, keys: object = N
     for name, d in TOPIC_CONFIGS.items():
         if wanted is not None and name not in wanted:
             continue
-        chain: list[dict[str, object]] = []
-        if name in explicit:
-            chain.append({"name": name, "value": explicit[name], "source": DYNAMIC_TOPIC_CONFIG})
-        static = _broker_value(broker, name)
-        if static is not None:
-            chain.append({"name": static[0], "value": static[1], "source": STATIC_BROKER_CONFIG})
-        chain.append({"name": d.broker_key or name, "value": d.default, "source": DEFAULT_CONFIG})
-        top = chain[0]
-        out.append({"name": name, "value": top["value"], "read_only": False,
-                    "is_default": top["source"] == DEFAULT_CONFIG,
-                    "config_source": top["source"], "is_sensitive": False,
+        chain = _synonym_chain(d, explicit, broker)
+        source = chain[0]["source"] if chain else DEFAULT_CONFIG
+        out.append({"name": name, "value": _effective(d, explicit, broker), "read_only": False,
+                    "is_default": source == DEFAULT_CONFIG,
+                    "config_source": source, "is_sensitive": False,
                     "synonyms": chain if synonyms else [], "config_type": d.config_type,
                     "documentation": d.documentation if documentation else None})
     return out
