@@ -2,9 +2,10 @@
 and aiokafka, on one core.
 
 - ``validate+stamp-*``: the produce path. Check every batch of 1 MiB of
-  uncompressed batches (header, CRC32C, record count) and stamp base offsets
-  and the leader epoch in place. kafka-python does the same work with its own
-  reader: ``DefaultRecordBatch`` per batch, its header fields,
+  uncompressed batches (header, CRC32C, record count, and every field of
+  every record, as Kafka's LogValidator) and stamp base offsets and the
+  leader epoch in place. kafka-python does less with its own reader (no
+  record walk): ``DefaultRecordBatch`` per batch, its header fields,
   ``validate_crc()`` (through the ``crc32c`` C package when installed) and
   ``struct.pack_into`` for the stamp. ``extra_info["GB/s"]``.
 - ``record-read``: decode a batch of 10k records of 100 bytes and touch every

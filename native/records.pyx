@@ -300,7 +300,10 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
     cdef int32_t k, j, length, delta, hcount
     cdef int64_t ts_delta, ts
     cdef int n
-    max_ts[0] = -1
+    # Locals, not reads through r and max_ts: a store through one int64_t
+    # pointer would make the compiler reload the others every record.
+    cdef int64_t lo = r.ts_lo, hi = r.ts_hi, largest = -1
+    cdef bint keys = r.keys
     for k in range(count):
         rstart = p
         n = pylog_varint_decode(p, end, &length)
@@ -315,10 +318,10 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
         if n < 0:
             return _fail(f, CHECK_RECORDS, WALK_TIMESTAMP, k, rstart - start)
         ts = <int64_t>(<uint64_t>base_ts + <uint64_t>ts_delta)  # wraps, as in Java
-        if (ts < r.ts_lo or ts > r.ts_hi) and ts != -1:
-            return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, r.ts_lo, r.ts_hi)
-        if ts > max_ts[0]:
-            max_ts[0] = ts
+        if (ts < lo or ts > hi) and ts != -1:
+            return _fail(f, CHECK_TIMESTAMP, 0, k, rstart - start, ts, lo, hi)
+        if ts > largest:
+            largest = ts
         p += n
         n = pylog_varint_decode(p, rend, &delta)
         if n < 0:
@@ -328,7 +331,7 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
             # batches as sent, and a consumer would read these offsets.
             return _fail(f, CHECK_RECORDS, WALK_OFFSET_ORDER, k, rstart - start, delta)
         p += n
-        if r.keys and pylog_varint_decode(p, rend, &length) > 0 and length < 0:
+        if keys and pylog_varint_decode(p, rend, &length) > 0 and length < 0:
             return _fail(f, CHECK_KEY, 0, k, rstart - start)
         if _skip_bytes(&p, rend, True) or _skip_bytes(&p, rend, True):
             return _fail(f, CHECK_RECORDS, WALK_KEY_VALUE, k, rstart - start)
@@ -345,6 +348,7 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
             return _fail(f, CHECK_RECORDS, WALK_SHORT_FIELDS, k, rstart - start, rend - p)
     if p != end:
         return _fail(f, CHECK_RECORDS, WALK_LEFT_OVER, count, p - start, end - p)
+    max_ts[0] = largest
     return CHECK_OK
 
 

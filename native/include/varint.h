@@ -37,10 +37,14 @@ static inline int64_t pylog_unzigzag64(uint64_t u) {
 static inline int pylog_uvarint32_decode(const uint8_t *p, const uint8_t *end, uint32_t *out) {
     size_t avail = (p < end) ? (size_t)(end - p) : 0;
     uint32_t v = 0;
-    /* Fast path: most lengths and deltas fit in one byte. */
+    /* Fast paths: most lengths and deltas fit in one or two bytes. */
     if (avail && p[0] < 0x80) {
         *out = p[0];
         return 1;
+    }
+    if (avail >= 2 && p[1] < 0x80) {
+        *out = (uint32_t)(p[0] & 0x7F) | (uint32_t)p[1] << 7;
+        return 2;
     }
     for (int i = 0; i < PYLOG_VARINT32_MAX; i++) {
         if ((size_t)i >= avail)
@@ -64,6 +68,10 @@ static inline int pylog_uvarint64_decode(const uint8_t *p, const uint8_t *end, u
     if (avail && p[0] < 0x80) {
         *out = p[0];
         return 1;
+    }
+    if (avail >= 2 && p[1] < 0x80) {
+        *out = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+        return 2;
     }
     for (int i = 0; i < PYLOG_VARINT64_MAX; i++) {
         if ((size_t)i >= avail)
