@@ -41,13 +41,19 @@ class OffsetsStore:
                  time_ms: Callable[[], int] | None = None) -> None:
         self.topics = topics
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
-        existing = topics.get(OFFSETS_TOPIC)
-        # An existing topic keeps its partition count: the group -> partition
-        # mapping must not move under committed offsets.
-        self.num_partitions = existing.partitions if existing else num_partitions
+        self.configured_partitions = num_partitions  # offsets.topic.num.partitions
         # Where the partitions beyond the first group's are created (the
         # broker's I/O threads); None: at once, on the caller's thread.
         self.executor: Executor | None = None
+
+    @property
+    def num_partitions(self) -> int:
+        """The topic's partition count once it exists, however it was created
+        (a client's Metadata or CreateTopics may come first), else the
+        configured one: Kafka's getGroupMetadataTopicPartitionCount.  The
+        group -> partition mapping must follow the topic that holds it."""
+        existing = self.topics.get(OFFSETS_TOPIC)
+        return existing.partitions if existing else self.configured_partitions
 
     def partition_for(self, group_id: str) -> int:
         return fmt.partition_for(group_id, self.num_partitions)

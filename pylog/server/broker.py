@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pylog.coordinator import CoordinatorConfig, GroupCoordinator
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.io.backend import get_backend
 from pylog.log import LogManager
 from pylog.net.listener import Listener
@@ -85,6 +86,11 @@ class Broker:
     # -- state used by the handlers ----------------------------------------------
 
     def auto_create(self, name: str) -> Topic:
+        if name == OFFSETS_TOPIC:
+            # As Kafka's AutoTopicCreationManager: the group coordinator's
+            # partition count and configs, not num.partitions.
+            self.groups.store.ensure_topic()
+            return self.topics.get(name)
         return self.topics.create(name, self.config["num.partitions"])
 
     def delete_topic(self, name: str) -> Topic:

@@ -228,3 +228,48 @@ def test_initial_delay_of_a_reused_group_is_not_extended(start_broker, name) -> 
     finally:
         for m in [first, *joiners]:
             m.close()
+
+
+def _coordinators_answer(client: RawClient, groups: list[str]) -> list[int]:
+    return [client.request(ApiKey.FIND_COORDINATOR, 3, {"key": g, "key_type": 0}).error_code
+            for g in groups]
+
+
+def test_offsets_topic_asked_for_before_any_group(start_broker, name) -> None:
+    """A client's Metadata for __consumer_offsets before any group used it
+    (kcat -L -t __consumer_offsets) creates it as the coordinator would, as
+    Kafka's AutoTopicCreationManager: offsets.topic.num.partitions partitions,
+    compacted, not num.partitions; every group can then be coordinated."""
+    b = start_broker("offsets.topic.num.partitions=5", "num.partitions=1")
+    groups = [f"{name}-{i}" for i in range(12)]  # every partition of 5, surely
+    with RawClient(b.bootstrap) as c:
+        md = c.request(ApiKey.METADATA, 9, {"topics": [{"name": "__consumer_offsets"}],
+                                            "allow_auto_topic_creation": True})
+        assert len(md.topics[0].partitions) == 5
+        assert _coordinators_answer(c, groups) == [0] * len(groups)
+        r = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 2, "resource_name": "__consumer_offsets",
+             "configuration_keys": ["cleanup.policy"]}],
+            "include_synonyms": False, "include_documentation": False})
+        assert r.results[0].configs[0].value == "compact"
+        assert commit(c, groups[-1], "__consumer_offsets", 0) == 0
+
+
+def test_offsets_topic_created_by_a_client_is_followed(start_broker, name) -> None:
+    """__consumer_offsets created by CreateTopics with its own partition count:
+    the coordinator maps groups onto the partitions the topic has (Kafka's
+    getGroupMetadataTopicPartitionCount), not the configured 50."""
+    b = start_broker()
+    create_topic(b.bootstrap, "__consumer_offsets", 2)
+    groups = [f"{name}-{i}" for i in range(8)]
+    with RawClient(b.bootstrap) as c:
+        assert _coordinators_answer(c, groups) == [0] * len(groups)
+        create_topic(b.bootstrap, name, 1)
+        assert [commit(c, g, name, 0) for g in groups] == [0] * len(groups)
+    assert b.stop() == 0
+    b2 = start_broker(log_dir=b.log_dir, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        r = c.request(ApiKey.OFFSET_FETCH, 8, {"groups": [
+            {"group_id": g, "topics": [{"name": name, "partition_indexes": [0]}]}
+            for g in groups], "require_stable": False})
+        assert [g.topics[0].partitions[0].committed_offset for g in r.groups] == [7] * 8
