@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode, encode_response
@@ -11,6 +12,8 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.API_VERSIONS
 VERSIONS = (0, 4)
+# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (KIP-511), for v3+.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def _api_keys(broker: Broker) -> list[dict[str, int]]:
@@ -18,7 +21,15 @@ def _api_keys(broker: Broker) -> list[dict[str, int]]:
             for key, (lo, hi) in sorted(broker.router.versions.items())]
 
 
+def _valid(version: int, body: Any) -> bool:
+    return version < 3 or all(_SOFTWARE.fullmatch(s) for s in (
+        body.client_software_name, body.client_software_version))
+
+
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    if not _valid(header.api_version, body):
+        # Kafka's getErrorResponse lists api keys only for UNSUPPORTED_VERSION.
+        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
     return {"error_code": 0, "api_keys": _api_keys(broker), "throttle_time_ms": 0}
 
 

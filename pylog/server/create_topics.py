@@ -15,6 +15,9 @@ API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (0, 7)
 # CreatableTopicConfigs: DescribeConfigs' entry less synonyms, type and docs.
 _CREATED_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive")
+# Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a request asking
+# for more partitions than this in all is refused whole, before anything is made.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
@@ -52,18 +55,41 @@ def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
                         for c in topic_configs.describe(configs, broker.config)]}
 
 
+def _requested_partitions(broker: Broker, topics: list[Any]) -> int:
+    """Kafka's validateTotalNumberOfPartitions: the default count for -1, the
+    assignments' count when given, nothing for a count that is not positive."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += broker.config["num.partitions"]
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
+def _refuse_all(body: Any, code: int, message: str) -> dict[str, Any]:
+    # Kafka's CreateTopicsRequest.getErrorResponse: one row per requested entry.
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "error_code": code, "error_message": message, "configs": None}
+        for t in body.topics]}
+
+
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     results = []
     # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
     # and is not created at all.
     names = [t.name for t in body.topics]
     duplicates = {n for n in names if names.count(n) > 1}
+    unique = [t for t in body.topics if t.name not in duplicates]
+    if _requested_partitions(broker, unique) > MAX_PARTITIONS_PER_REQUEST:
+        return _refuse_all(body, ErrorCode.POLICY_VIOLATION,
+                           "Excessively large number of partitions per request.")
     for name in dict.fromkeys(n for n in names if n in duplicates):
         results.append({"name": name, "error_code": ErrorCode.INVALID_REQUEST,
                         "error_message": "Duplicate topic name.", "configs": None})
-    for t in body.topics:
-        if t.name in duplicates:
-            continue
+    for t in unique:
         try:
             results.append(_create(broker, t, body.validate_only))
         except TopicError as exc:

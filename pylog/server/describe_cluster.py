@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.metadata import CLUSTER_OPERATIONS, authorized_operations
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -23,4 +24,6 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     return {"error_code": 0, "error_message": None, "endpoint_type": BROKER_ENDPOINT,
             "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
             "brokers": [{"broker_id": broker.node_id, "host": ep.host, "port": ep.port,
-                         "rack": None}]}
+                         "rack": None}],
+            "cluster_authorized_operations": authorized_operations(
+                body.include_cluster_authorized_operations, CLUSTER_OPERATIONS)}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import GroupState
 from pylog.protocol import ApiKey
+from pylog.server.metadata import GROUP_OPERATIONS
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -36,4 +37,9 @@ def _describe(broker: Broker, group_id: str) -> dict[str, Any]:
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "groups": [_describe(broker, g) for g in body.groups]}
+    groups = [_describe(broker, g) for g in body.groups]
+    if body.include_authorized_operations:  # v3+; otherwise the field's Int.MinValue
+        for g in groups:
+            if g["error_code"] == 0:  # as Kafka: not for a group it failed to describe
+                g["authorized_operations"] = GROUP_OPERATIONS
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -12,20 +12,35 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 7)
+NO_EPOCH = -1  # current_leader_epoch: the client does not know it (and before v4)
+
+
+def _refused(index: int, code: int) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": code,
+            "old_style_offsets": [], "timestamp": -1, "offset": -1}
+
+
+def _epoch_error(current: int, leader: int) -> int:
+    """Kafka's Partition.checkCurrentLeaderEpoch: a client behind the leader's
+    epoch is fenced; one ahead of it knows of a leader this node is not yet."""
+    if current == NO_EPOCH or current == leader:
+        return 0
+    return ErrorCode.FENCED_LEADER_EPOCH if current < leader else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, Any]:
     index = p.partition_index
     log = broker.logs.get_log(topic, index)
     if log is None:
-        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "old_style_offsets": [], "timestamp": -1, "offset": -1}
+        return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    epoch_error = _epoch_error(p.current_leader_epoch, log.leader_epoch)
+    if epoch_error:
+        return _refused(index, epoch_error)
     ts = p.timestamp
     if ts == LATEST_TIMESTAMP:  # the high watermark for consumers; = LEO on one node
         found_ts, offset = -1, log.high_watermark
     elif ts == MAX_TIMESTAMP and version < 7:
-        return {"partition_index": index, "error_code": ErrorCode.UNSUPPORTED_VERSION,
-                "old_style_offsets": [], "timestamp": -1, "offset": -1}
+        return _refused(index, ErrorCode.UNSUPPORTED_VERSION)
     else:
         found = log.offset_for_timestamp(ts)
         found_ts, offset = (found.timestamp, found.offset) if found else (-1, -1)
@@ -52,8 +67,7 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     dups = _duplicates(body)
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST,
-             "old_style_offsets": [], "timestamp": -1, "offset": -1}
+            _refused(p.partition_index, ErrorCode.INVALID_REQUEST)
             if (t.name, p.partition_index) in dups else _partition(broker, t.name, p, v)
             for p in t.partitions]}
         for t in body.topics]}

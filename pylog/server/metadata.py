@@ -2,7 +2,8 @@
 
 A request naming a topic that does not exist creates it when
 ``auto.create.topics.enable`` and the request (v4+) allow it, as Kafka does;
-otherwise the topic comes back with UNKNOWN_TOPIC_OR_PARTITION.
+otherwise the topic comes back with UNKNOWN_TOPIC_OR_PARTITION, or
+INVALID_TOPIC_EXCEPTION when its name is not a legal one.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server.topics import Topic, TopicError
+from pylog.server.produce import INTERNAL_TOPICS
+from pylog.server.topics import Topic, TopicError, validate_name
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -19,11 +21,35 @@ API_KEY = ApiKey.METADATA
 VERSIONS = (0, 12)
 LEADER_EPOCH = 0
 
+# Kafka's AclOperation codes.  With no authorizer Kafka grants every operation
+# a resource type supports (AclEntry.supportedOperations) and reports them, when
+# asked, as a bitfield with bit n set for operation n; these constants serve
+# Metadata, DescribeCluster and DescribeGroups alike.
+READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8
+CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 12
+
+
+def _bitfield(*operations: int) -> int:
+    return sum(1 << op for op in operations)
+
+
+TOPIC_OPERATIONS = _bitfield(READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+                             DESCRIBE_CONFIGS, ALTER_CONFIGS)  # 3576
+GROUP_OPERATIONS = _bitfield(READ, DELETE, DESCRIBE)  # 328
+CLUSTER_OPERATIONS = _bitfield(CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+                               ALTER_CONFIGS, IDEMPOTENT_WRITE)  # 8096
+OPERATIONS_NOT_REQUESTED = -2**31  # Kafka's Int.MinValue: the client did not ask
+
+
+def authorized_operations(requested: bool, operations: int) -> int:
+    """What an "authorized operations" field carries: the bitfield when asked for."""
+    return operations if requested else OPERATIONS_NOT_REQUESTED
+
 
 def _topic(broker: Broker, topic: Topic) -> dict[str, Any]:
     node = [broker.node_id]
     return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
-            "is_internal": topic.name == "__consumer_offsets",  # Kafka's internal topic
+            "is_internal": topic.name in INTERNAL_TOPICS,
             "partitions": [{"error_code": 0, "partition_index": p, "leader_id": broker.node_id,
                             "leader_epoch": LEADER_EPOCH, "replica_nodes": node,
                             "isr_nodes": node, "offline_replicas": []}
@@ -31,38 +57,59 @@ def _topic(broker: Broker, topic: Topic) -> dict[str, Any]:
 
 
 def _error(name: str | None, code: int, topic_id: Any = None) -> dict[str, Any]:
-    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
+    # Kafka's Topic.isInternal(name): a missing internal topic is still internal.
+    return {"error_code": code, "name": name, "topic_id": topic_id,
+            "is_internal": name in INTERNAL_TOPICS, "partitions": []}
+
+
+def _missing(name: str) -> dict[str, Any]:
+    """A topic that does not exist and is not being created: Kafka's
+    getTopicMetadata tells an illegal name from a merely unknown one."""
+    try:
+        validate_name(name)
+    except TopicError as exc:
+        return _error(name, exc.code)
+    return _error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
+    registry = broker.topics
+    allow_create = broker.config["auto.create.topics.enable"] and (
+        version < 4 or body.allow_auto_topic_creation)
+    topics = []
+    for req in body.topics:
+        name = req.name
+        if name is None:  # v10+: by topic id
+            found = registry.by_id.get(req.topic_id)
+            topics.append(_topic(broker, found) if found else
+                          _error(None, ErrorCode.UNKNOWN_TOPIC_ID, req.topic_id))
+            continue
+        found = registry.get(name)
+        if found is None and allow_create:
+            try:
+                found = broker.auto_create(name)
+            except TopicError as exc:
+                topics.append(_error(name, exc.code))
+                continue
+        topics.append(_topic(broker, found) if found else _missing(name))
+    return topics
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     version = header.api_version
-    registry = broker.topics
-    requested = body.topics
-    if requested is None or (version == 0 and not requested):
-        topics = [_topic(broker, t) for t in list(registry.topics.values())]
+    if body.topics is None or (version == 0 and not body.topics):
+        topics = [_topic(broker, t) for t in list(broker.topics.topics.values())]
     else:
-        allow_create = broker.config["auto.create.topics.enable"] and (
-            version < 4 or body.allow_auto_topic_creation)
-        topics = []
-        for req in requested:
-            name = req.name
-            if name is None:  # v10+: by topic id
-                found = registry.by_id.get(req.topic_id)
-                topics.append(_topic(broker, found) if found else
-                              _error(None, ErrorCode.UNKNOWN_TOPIC_ID, req.topic_id))
-                continue
-            found = registry.get(name)
-            if found is None and allow_create:
-                try:
-                    found = broker.auto_create(name)
-                except TopicError as exc:
-                    topics.append(_error(name, exc.code))
-                    continue
-            topics.append(_topic(broker, found) if found else
-                          _error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        topics = _requested(broker, version, body)
+    if body.include_topic_authorized_operations:  # v8+
+        for t in topics:
+            if t["name"] is not None:  # as Kafka: not the rows of unknown topic ids
+                t["topic_authorized_operations"] = TOPIC_OPERATIONS
     ep = broker.endpoint
     return {"throttle_time_ms": 0,
             "brokers": [{"node_id": broker.node_id, "host": ep.host, "port": ep.port,
                          "rack": None}],
             "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
-            "topics": topics}
+            "topics": topics,
+            "cluster_authorized_operations": authorized_operations(  # v8-10
+                body.include_cluster_authorized_operations, CLUSTER_OPERATIONS)}
