@@ -4,7 +4,9 @@ The tools use confluent-kafka (librdkafka) as their client.  Kafka's tools take
 Java client properties (``--command-config``, ``--producer-property``...); most
 names are the same in librdkafka, a few Java-only ones (serializers, buffer
 sizes of the Java client) mean nothing to librdkafka and are dropped rather than
-failing the command, and a few are renamed.
+failing the command, and a few are renamed (or have their values translated).
+A name neither client knows gets Kafka's "supplied but isn't a known config"
+warning and is left out (:func:`new_client`), as Kafka's clients ignore it.
 
 Errors follow one rule in every tool: one line on stderr, exit status 1
 (:func:`run_tool`); argparse's usage errors keep argparse's status 2.
@@ -14,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
+import signal
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,9 +34,17 @@ JAVA_ONLY = frozenset({
     "retry.backoff.max.ms", "reconnect.backoff.max.ms", "auto.include.jmx.reporter",
     "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
     "partitioner.availability.timeout.ms", "internal.leave.group.on.close",
+    "metadata.max.idle.ms", "socket.connection.setup.timeout.max.ms",
 })
 # Java name -> librdkafka name, where they differ.
-RENAMED = {"max.request.size": "message.max.bytes"}
+RENAMED = {"max.request.size": "message.max.bytes", "fetch.max.wait.ms": "fetch.wait.max.ms"}
+# Java values librdkafka spells differently, per (librdkafka) property.
+_ASSIGNORS = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+_UNKNOWN_PROPERTY = re.compile(r'^No such configuration property: "(.+)"$')
 
 # librdkafka logs connection failures to stderr on its own; the tools report
 # errors themselves (one line), so its logger goes nowhere.
@@ -70,14 +83,19 @@ def read_properties_file(path: str) -> dict[str, str]:
         raise ToolError(str(exc)) from None
 
 
-def parse_props(items: Iterable[str] | None, what: str = "property") -> dict[str, str]:
-    """``k=v`` items (repeatable flags, or ``k=v`` lists as --producer-props takes)."""
+def parse_props(items: Iterable[str] | None, what: str = "property",
+                strip: bool = False) -> dict[str, str]:
+    """``k=v`` items (repeatable flags, or ``k=v`` lists as --producer-props takes).
+
+    Split on the first ``=`` and kept verbatim, as Kafka's parseKeyValueArgs
+    does: ``key.separator=' '`` is a space.  ``strip`` is for the flags whose
+    Kafka parser trims (``topics --config`` splits on ``\\s*=\\s*``)."""
     out: dict[str, str] = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ToolError(f"Invalid {what} {item!r}: expected key=value")
-        out[key.strip()] = value.strip()
+        out[key.strip() if strip else key] = value.strip() if strip else value
     return out
 
 
@@ -86,14 +104,51 @@ def split_list(text: str) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
+def _librdkafka_value(key: str, value: str) -> str:
+    """A Java client value in librdkafka's spelling (``key`` is librdkafka's name)."""
+    if key == "auto.offset.reset" and value.strip().lower() == "none":
+        return "error"  # both fail the consumer when there is no committed offset
+    if key == "partition.assignment.strategy":
+        return ",".join(_ASSIGNORS.get(s.strip(), s.strip()) for s in value.split(","))
+    return value
+
+
 def librdkafka_config(props: Mapping[str, str]) -> dict[str, Any]:
     """Java client properties -> a librdkafka configuration."""
     out: dict[str, Any] = {}
     for key, value in props.items():
         if key in JAVA_ONLY:
             continue
-        out[RENAMED.get(key, key)] = value
+        name = RENAMED.get(key, key)
+        out[name] = _librdkafka_value(name, value)
     return out
+
+
+def warn_unknown_config(name: str, client: str) -> None:
+    """Kafka's AbstractConfig.logUnused line, in the tools' log4j layout."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f",{int(time.time() * 1000) % 1000:03d}"
+    print(f"[{stamp}] WARN The configuration '{name}' was supplied but isn't a known "
+          f"config. (org.apache.kafka.clients.{client})", file=sys.stderr, flush=True)
+
+
+def new_client(factory: Callable[[dict[str, Any]], Any], conf: dict[str, Any]) -> Any:
+    """``factory(conf)`` (Producer, Consumer, AdminClient); a property librdkafka
+    does not know is dropped with Kafka's warning instead of failing the tool,
+    since Kafka's clients only warn about unknown names."""
+    from confluent_kafka import KafkaException
+
+    conf = dict(conf)
+    client = {"Producer": "producer.ProducerConfig", "Consumer": "consumer.ConsumerConfig"
+              }.get(getattr(factory, "__name__", ""), "admin.AdminClientConfig")
+    while True:
+        try:
+            return factory(conf)
+        except KafkaException as exc:
+            unknown = _UNKNOWN_PROPERTY.match(error_text(exc))
+            if unknown is None or unknown.group(1) not in conf:
+                raise ToolError(error_text(exc)) from None
+            del conf[unknown.group(1)]
+            warn_unknown_config(unknown.group(1), client)
 
 
 def client_config(bootstrap: str | None, *, files: Iterable[str | None] = (),
@@ -121,10 +176,7 @@ def admin_client(args: argparse.Namespace) -> Any:
     from confluent_kafka.admin import AdminClient
 
     conf = client_config(args.bootstrap_server, files=[getattr(args, "command_config", None)])
-    try:
-        return AdminClient(conf)
-    except Exception as exc:  # KafkaException: a bad property
-        raise ToolError(error_text(exc)) from None
+    return new_client(AdminClient, conf)
 
 
 def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
@@ -166,8 +218,6 @@ def check_reachable(admin: Any, timeout: float = 10.0, topic: str | None = None)
     """Cluster metadata, or a ToolError when no broker answers (librdkafka
     retries forever otherwise).  Gives up early once librdkafka reports every
     broker down (a refused connection), instead of waiting out the timeout."""
-    import time
-
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + timeout
@@ -182,29 +232,53 @@ def check_reachable(admin: Any, timeout: float = 10.0, topic: str | None = None)
                 raise ToolError(f"Timed out waiting for a node assignment ({detail})") from None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: the tools stop as on Ctrl-C (flush,
+    commit, close), as Kafka's shutdown hooks run on SIGTERM too."""
+
+
+# Set once SIGTERM arrived: the tool then exits 143 (128 + 15) like the JVM does
+# after running its shutdown hooks, whatever the tool's own status.
+SIGTERM_RECEIVED: list[bool] = []
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if SIGTERM_RECEIVED:
+        return  # already shutting down: a second signal must not cut the cleanup short
+    SIGTERM_RECEIVED.append(True)
+    raise Terminated
+
+
 def run_tool(func: Callable[[argparse.Namespace], int | None]
              ) -> Callable[[argparse.Namespace], int]:
     """Wrap a tool's entry point: errors become one stderr line and exit 1."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return int(func(args) or 0)
-        except ToolError as exc:
-            print(str(exc), file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 130
-        except BrokenPipeError:
-            # `pylog console-consumer ... | head`: the reader left; not an error.
-            try:
-                sys.stdout.close()
-            except OSError:
-                pass
-            return 0
-        except Exception as exc:  # librdkafka errors, OSError: still one line
-            print(f"Error: {error_text(exc)}", file=sys.stderr)
-            return 1
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        status = _run(func, args)
+        return 143 if SIGTERM_RECEIVED else status
 
     wrapper.__name__ = getattr(func, "__name__", "tool")
     wrapper.__doc__ = func.__doc__
     return wrapper
+
+
+def _run(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """``func(args)``'s status, its errors reported as one line."""
+    try:
+        return int(func(args) or 0)
+    except ToolError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `pylog console-consumer ... | head`: the reader left; not an error.
+        try:
+            sys.stdout.close()
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:  # librdkafka errors, OSError: still one line
+        print(f"Error: {error_text(exc)}", file=sys.stderr)
+        return 1

@@ -9,14 +9,20 @@
 ``--add-config k=v,k2=[a,b]`` and/or ``--delete-config k,k2`` sends one
 IncrementalAlterConfigs request and prints ``Completed updating config for
 topic T.``.  Errors are one line on stderr, exit status 1.
+
+The cluster-wide broker default (``--entity-default``, ``--broker-defaults``)
+is the BROKER resource named ``""``; confluent-kafka refuses that name, so
+those requests go over pylog's own codec (pylog.tools.wire).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from types import SimpleNamespace
 from typing import Any
 
+from pylog.protocol import ApiKey, error_name
 from pylog.tools.common import (
     ToolError,
     add_bootstrap,
@@ -28,8 +34,12 @@ from pylog.tools.common import (
     split_list,
     wait_future,
 )
+from pylog.tools.wire import WireClient, parse_bootstrap
 
 TIMEOUT_S = 30.0
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER on the wire
+# _resources' stand-in for the broker default, which no ConfigResource can name.
+BROKER_DEFAULT = None
 ENTITY_TYPES = ("topics", "brokers")
 
 
@@ -107,7 +117,7 @@ def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
                 raise _fail(str(exc)) from None
         return [(ConfigResource(ResourceType.TOPIC, n), f"topic {n}") for n in names]
     if args.entity_default:
-        return [(ConfigResource(ResourceType.BROKER, ""), "")]
+        return [(BROKER_DEFAULT, "")]
     if args.entity_name is not None:
         if not args.entity_name.isdigit():
             raise ToolError(f"The entity name for brokers must be a valid integer broker id, "
@@ -124,9 +134,48 @@ def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
     return [(ConfigResource(ResourceType.BROKER, i), f"broker {i}") for i in ids]
 
 
-def _describe_one(admin: Any, resource: Any) -> dict[str, Any]:
+def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any]) -> Any:
+    """The one result of a broker-default request, its error as a ToolError."""
+    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+        resp = client.request(api_key, body)
+    results = resp.results if api_key == ApiKey.DESCRIBE_CONFIGS else resp.responses
+    (result,) = results
+    if result.error_code:
+        raise _fail(result.error_message or error_name(result.error_code))
+    return result
+
+
+def _describe_default(args: argparse.Namespace) -> dict[str, Any]:
+    """The broker default's entries, shaped like confluent-kafka's ConfigEntry."""
+    result = _wire_request(args, ApiKey.DESCRIBE_CONFIGS, {
+        "resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "",
+                       "configuration_keys": None}],
+        "include_synonyms": True})
+    return {c.name: SimpleNamespace(name=c.name, value=c.value, is_sensitive=c.is_sensitive,
+                                    source=c.config_source,
+                                    synonyms={s.name: s for s in c.synonyms})
+            for c in result.configs}
+
+
+def _alter_default(args: argparse.Namespace, added: dict[str, str],
+                   deleted: list[str]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType
+
+    ops = [{"name": k, "config_operation": AlterConfigOpType.SET.value, "value": v}
+           for k, v in added.items()]
+    ops += [{"name": k, "config_operation": AlterConfigOpType.DELETE.value, "value": None}
+            for k in deleted]
+    _wire_request(args, ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+        "resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "",
+                       "configs": ops}],
+        "validate_only": False})
+
+
+def _describe_one(admin: Any, resource: Any, args: argparse.Namespace) -> dict[str, Any]:
     from confluent_kafka import KafkaException
 
+    if resource is BROKER_DEFAULT:
+        return _describe_default(args)
     fut = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource]
     try:
         return wait_future(fut, TIMEOUT_S)
@@ -135,27 +184,28 @@ def _describe_one(admin: Any, resource: Any) -> dict[str, Any]:
 
 
 def _describe(admin: Any, args: argparse.Namespace) -> None:
+    for resource, label in _resources(admin, args):
+        entries = _describe_one(admin, resource, args).values()
+        if not args.all:
+            wanted = _dynamic_source(args.entity_type, label)
+            entries = [e for e in entries if _source_value(e.source) == wanted]
+        if not label:  # Kafka's header for the broker default, --all or not
+            print("Default configs for brokers in the cluster are:")
+        else:
+            print(f"{'All' if args.all else 'Dynamic'} configs for {label} are:")
+        for entry in sorted(entries, key=lambda e: e.name):
+            print(_entry_line(entry))
+
+
+def _dynamic_source(entity_type: str, label: str) -> int:
+    """The ConfigSource a plain --describe shows for this entity."""
     from confluent_kafka.admin import ConfigSource
 
-    for resource, label in _resources(admin, args):
-        entries = _describe_one(admin, resource)
-        if args.all:
-            shown = list(entries.values())
-            print(f"All configs for {label} are:")
-        else:
-            if args.entity_type == "topics":
-                wanted = {ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
-            elif label:
-                wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG.value}
-            else:
-                wanted = {ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
-            shown = [e for e in entries.values() if _source_value(e.source) in wanted]
-            if label:
-                print(f"Dynamic configs for {label} are:")
-            else:
-                print("Default configs for brokers in the cluster are:")
-        for entry in sorted(shown, key=lambda e: e.name):
-            print(_entry_line(entry))
+    if entity_type == "topics":
+        return ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    if label:
+        return ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
 
 
 def _source_value(source: Any) -> int:
@@ -182,10 +232,14 @@ def _alter(admin: Any, args: argparse.Namespace) -> None:
     for resource, label in _resources(admin, args):
         if deleted:
             # Kafka refuses to delete a name the entity does not have at all.
-            known = _describe_one(admin, resource)
+            known = _describe_one(admin, resource, args)
             unknown = [k for k in deleted if k not in known]
             if unknown:
                 raise _fail(f"Invalid config(s): {','.join(unknown)}")
+        if resource is BROKER_DEFAULT:
+            _alter_default(args, added, deleted)
+            print("Completed updating default config for brokers in the cluster.")
+            continue
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
                    for k, v in added.items()]
         entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)

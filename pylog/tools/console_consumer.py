@@ -30,12 +30,14 @@ from pylog.tools.common import (
     check_reachable,
     client_config,
     error_text,
+    new_client,
     parse_props,
     run_tool,
 )
 
 METADATA_TIMEOUT_S = 30.0
 BATCH = 500
+TOPIC_WAIT_S = 0.2  # between metadata requests while the topic does not exist
 # librdkafka's default backs a partition's fetcher off for a second once its
 # queue has data; at console rates that reads as a stall.
 CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
@@ -45,13 +47,10 @@ def _flag(props: dict[str, str], name: str, default: bool = False) -> bool:
     return props.get(name, "true" if default else "false").strip().lower() == "true"
 
 
-def _unescape(text: str) -> str:
-    return text.encode().decode("unicode_escape") if "\\" in text else text
-
-
 class Formatter:
     """Kafka's DefaultMessageFormatter: columns in Kafka's order, each followed by
-    key.separator when another column follows, the last by line.separator."""
+    key.separator when another column follows, the last by line.separator.
+    Separators are the property strings verbatim in UTF-8, as Kafka's."""
 
     def __init__(self, props: dict[str, str]) -> None:
         self.timestamp = _flag(props, "print.timestamp")
@@ -60,10 +59,10 @@ class Formatter:
         self.headers = _flag(props, "print.headers")
         self.key = _flag(props, "print.key")
         self.value = _flag(props, "print.value", default=True)
-        self.sep = _unescape(props.get("key.separator", "\t")).encode()
-        self.line_sep = _unescape(props.get("line.separator", "\n")).encode()
-        self.headers_sep = _unescape(props.get("headers.separator", ",")).encode()
-        self.headers_key_sep = _unescape(props.get("headers.key.separator", ":")).encode()
+        self.sep = props.get("key.separator", "\t").encode()
+        self.line_sep = props.get("line.separator", "\n").encode()
+        self.headers_sep = props.get("headers.separator", ",").encode()
+        self.headers_key_sep = props.get("headers.key.separator", ":").encode()
         null = props.get("null.literal", "null")
         self.null = null.encode()
         # Fast path: the common case (value only) is one join per record.
@@ -127,13 +126,14 @@ def _start_offset(args: argparse.Namespace) -> int:
 
 @run_tool
 def run(args: argparse.Namespace) -> int:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     _check_args(args)
     formatter = Formatter(parse_props(args.property, "property"))
     props = parse_props(args.consumer_property, "consumer property")
     defaults = dict(CONSUMER_DEFAULTS, **{"isolation.level": "read_uncommitted",
-                                          "client.id": "console-consumer"})
+                                          "client.id": "console-consumer",
+                                          "allow.auto.create.topics": True})
     conf = client_config(args.bootstrap_server, files=[args.consumer_config], props=props,
                          defaults=defaults)
     if args.isolation_level:
@@ -147,14 +147,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         conf["enable.auto.commit"] = False
         conf.setdefault("group.id", "console-consumer-assign")  # librdkafka wants one
-    try:
-        consumer = Consumer(conf)
-    except KafkaException as exc:
-        raise ToolError(error_text(exc)) from None
+    consumer = new_client(Consumer, conf)
     try:
         return _consume(args, consumer, formatter, bool(group), TopicPartition)
     finally:
         consumer.close()
+
+
+def _wait_for_topic(consumer: Any, topic: str, timeout_s: float | None) -> Any:
+    """The topic's metadata once it exists, or None when ``timeout_s`` ran out.
+
+    Kafka's consumer subscribes to a topic that does not exist yet and waits
+    for it (its metadata requests create it where the broker auto-creates
+    topics: allow.auto.create.topics, on by default here as in Java), so the
+    consumer can be started before the producer."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        meta = check_reachable(consumer, METADATA_TIMEOUT_S, topic)
+        found = meta.topics.get(topic)
+        if found is not None and found.error is None and found.partitions:
+            return found
+        if found is not None and found.error is not None and found.error.code() not in (
+                found.error.UNKNOWN_TOPIC_OR_PART, found.error.LEADER_NOT_AVAILABLE):
+            raise ToolError(f"Topic '{topic}': {found.error.str()}")  # e.g. an invalid name
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(TOPIC_WAIT_S)
 
 
 def _consume(args: argparse.Namespace, consumer: Any, formatter: Formatter, subscribe: bool,
@@ -162,13 +180,16 @@ def _consume(args: argparse.Namespace, consumer: Any, formatter: Formatter, subs
     from confluent_kafka import KafkaException
 
     topic = args.topic
+    timeout_s = args.timeout_ms / 1000 if args.timeout_ms is not None else None
     try:
-        meta = check_reachable(consumer, METADATA_TIMEOUT_S, topic)
+        found = _wait_for_topic(consumer, topic, timeout_s)
     except KafkaException as exc:
         raise ToolError(error_text(exc)) from None
-    found = meta.topics.get(topic)
-    if found is None or found.error is not None:
-        raise ToolError(f"Topic '{topic}' does not exist")
+    except KeyboardInterrupt:
+        found = None
+    if found is None:  # --timeout-ms or a signal before the topic existed
+        print("Processed a total of 0 messages", file=sys.stderr, flush=True)
+        return 0
     partitions = sorted(found.partitions)
     if args.partition is not None:
         if args.partition not in found.partitions:
@@ -188,7 +209,6 @@ def _consume(args: argparse.Namespace, consumer: Any, formatter: Formatter, subs
     write = out.write
     fmt = formatter.format
     limit = args.max_messages
-    timeout_s = args.timeout_ms / 1000 if args.timeout_ms is not None else None
     count = 0
     last = time.monotonic()
     try:

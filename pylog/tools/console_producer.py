@@ -26,6 +26,7 @@ from pylog.tools.common import (
     check_reachable,
     client_config,
     error_text,
+    new_client,
     parse_props,
     run_tool,
 )
@@ -35,22 +36,27 @@ METADATA_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 120.0
 
 
-def _unescape(text: str) -> str:
-    """Kafka reads ``key.separator=\\t`` from a shell as a tab."""
-    return text.encode().decode("unicode_escape") if "\\" in text else text
+def _split(data: bytes, sep: bytes) -> tuple[bytes, bytes] | None:
+    """Kafka's indexOf split at the first ``sep`` (None when absent); an empty
+    separator matches at 0, so ``key.separator=`` gives empty keys, not an error."""
+    i = data.find(sep)
+    return None if i < 0 else (data[:i], data[i + len(sep):])
 
 
 class LineReader:
-    """Kafka's LineMessageReader: one line -> (headers, key, value)."""
+    """Kafka's LineMessageReader: one line -> (headers, key, value).
+
+    Separators are the property strings verbatim in UTF-8, as Kafka's: no
+    backslash escapes (a tab from a shell is ``$'\\t'``)."""
 
     def __init__(self, props: dict[str, str]) -> None:
         self.parse_key = props.get("parse.key", "false").lower() == "true"
-        self.key_sep = _unescape(props.get("key.separator", "\t")).encode()
+        self.key_sep = props.get("key.separator", "\t").encode()
         self.ignore_error = props.get("ignore.error", "false").lower() == "true"
         self.parse_headers = props.get("parse.headers", "false").lower() == "true"
-        self.headers_delim = _unescape(props.get("headers.delimiter", "\t")).encode()
-        self.headers_sep = _unescape(props.get("headers.separator", ",")).encode()
-        self.headers_key_sep = _unescape(props.get("headers.key.separator", ":")).encode()
+        self.headers_delim = props.get("headers.delimiter", "\t").encode()
+        self.headers_sep = props.get("headers.separator", ",").encode()
+        self.headers_key_sep = props.get("headers.key.separator", ":").encode()
         marker = props.get("null.marker")
         self.null_marker = marker.encode() if marker else None
         if self.null_marker is not None and self.null_marker in (
@@ -64,13 +70,13 @@ class LineReader:
         headers = None
         rest = line
         if self.parse_headers:
-            head, sep, tail = rest.partition(self.headers_delim)
-            if not sep:
+            split = _split(rest, self.headers_delim)
+            if split is None:
                 if not self.ignore_error:
                     raise ToolError(f"No headers delimiter found on line number {lineno}: "
                                     f"'{line.decode(errors='replace')}'")
             else:
-                rest = tail
+                head, rest = split
                 headers = []
                 if head != self.null_marker:
                     for item in head.split(self.headers_sep):
@@ -78,13 +84,13 @@ class LineReader:
                         headers.append((hkey.decode(), self._null(hval) if hsep else None))
         key = None
         if self.parse_key:
-            k, sep, v = rest.partition(self.key_sep)
-            if not sep:
+            split = _split(rest, self.key_sep)
+            if split is None:
                 if not self.ignore_error:
                     raise ToolError(f"No key separator found on line number {lineno}: "
                                     f"'{line.decode(errors='replace')}'")
             else:
-                key, rest = self._null(k), v
+                key, rest = self._null(split[0]), split[1]
         return headers, key, self._null(rest)
 
 
@@ -125,10 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
     reader = LineReader(parse_props(args.property, "property"))
     conf = producer_settings(args)
-    try:
-        producer = Producer(conf)
-    except KafkaException as exc:
-        raise ToolError(error_text(exc)) from None
+    producer = new_client(Producer, conf)
     topic = args.topic
     try:
         # Metadata first (it creates the topic where the broker auto-creates):

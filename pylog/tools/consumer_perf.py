@@ -29,6 +29,7 @@ from pylog.tools.common import (
     check_reachable,
     client_config,
     error_text,
+    new_client,
     parse_props,
     run_tool,
 )
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                          defaults=defaults)
     conf["group.id"] = args.group or conf.get("group.id") or "perf-consumer-assign"
     try:
-        consumer = Consumer(conf)
+        consumer = new_client(Consumer, conf)
         meta = check_reachable(consumer, METADATA_TIMEOUT_S, args.topic)
     except KafkaException as exc:
         raise ToolError(error_text(exc)) from None

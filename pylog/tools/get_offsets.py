@@ -3,8 +3,9 @@
 Prints ``topic:partition:offset`` per partition, sorted, for ``--time``:
 ``-1``/``latest`` (the log end offset, default), ``-2``/``earliest`` (the log
 start offset), ``-3``/``max-timestamp`` (the offset of the record with the
-largest timestamp), or a timestamp in ms (the first offset at or after it;
-``-1`` when there is none).  ``--topic`` is a regular expression, as in Kafka.
+largest timestamp), or a timestamp in ms (the first offset at or after it; a
+partition with none is left out, as Kafka leaves out UNKNOWN_OFFSET).
+``--topic`` is a regular expression, as in Kafka.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pylog.tools.common import (
 )
 
 TIMEOUT_S = 30.0
+# ListOffsets' answer for a timestamp past every record: Kafka prints no line.
+UNKNOWN_OFFSET = -1
 NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
 
 
@@ -100,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"Skip getting offsets for topic-partition {tp.topic}-{tp.partition} due "
                   f"to error: {error_text(exc)}", file=sys.stderr)
             continue
-        lines.append((tp.topic, tp.partition, info.offset))
+        if info.offset != UNKNOWN_OFFSET:
+            lines.append((tp.topic, tp.partition, info.offset))
     for topic, partition, offset in sorted(lines):
         print(f"{topic}:{partition}:{offset}")
     return 0

@@ -53,6 +53,7 @@ from pylog.tools.common import (
     check_reachable,
     client_config,
     error_text,
+    new_client,
     parse_props,
     run_tool,
 )
@@ -333,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     if args.print_metrics:
         conf["stats_cb"] = lambda s: holder.__setitem__("stats", s)
     try:
-        producer = Producer(conf)
+        producer = new_client(Producer, conf)
         # Connect and fetch metadata before the clock starts: setup, not latency.
         meta = check_reachable(producer, METADATA_TIMEOUT_S, args.topic)
     except KafkaException as exc:

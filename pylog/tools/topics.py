@@ -97,7 +97,7 @@ def _create(admin: Any, args: argparse.Namespace) -> None:
         raise _fail("The partitions must be greater than 0")
     if args.replication_factor is not None and args.replication_factor < 1:
         raise _fail("The replication factor must be greater than 0")
-    configs = parse_props(args.config, "topic config")
+    configs = parse_props(args.config, "topic config", strip=True)
     topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
                      replication_factor=args.replication_factor or -1, config=configs)
     if "." in args.topic or "_" in args.topic:
