@@ -19,6 +19,7 @@ import logging
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -254,7 +255,8 @@ def run_tool(func: Callable[[argparse.Namespace], int | None]
     """Wrap a tool's entry point: errors become one stderr line and exit 1."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        if threading.current_thread() is threading.main_thread():  # signal's rule
+            signal.signal(signal.SIGTERM, _on_sigterm)
         status = _run(func, args)
         return 143 if SIGTERM_RECEIVED else status
 
