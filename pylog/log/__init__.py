@@ -11,11 +11,13 @@ from pylog.log.errors import (
     LogError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
+    RecordSetTooLargeError,
 )
 from pylog.log.log import AppendResult, FetchSlice, Log, TimestampOffset
 from pylog.log.manager import LogManager
 
 __all__ = [
     "AppendResult", "FetchSlice", "Log", "LogConfig", "LogError", "LogManager",
-    "OffsetOutOfRangeError", "RecordBatchTooLargeError", "TimestampOffset",
+    "OffsetOutOfRangeError", "RecordBatchTooLargeError", "RecordSetTooLargeError",
+    "TimestampOffset",
 ]

@@ -166,8 +166,9 @@ def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
 
 
 def _policy(key: str, raw: str) -> tuple[str, ...]:
+    # Kafka 3.6's ValidList takes an empty list: neither delete nor compact.
     parts = tuple(p.strip() for p in str(raw).split(",") if p.strip())
-    if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+    if any(p not in CLEANUP_POLICIES for p in parts):
         raise ValueError(f"invalid value {raw!r} for configuration {key}: "
                          f"must be a list of {', '.join(CLEANUP_POLICIES)}")
     return parts

@@ -25,6 +25,11 @@ class RecordBatchTooLargeError(LogError):
     """A batch larger than max.message.bytes or than a whole segment."""
 
 
+class RecordSetTooLargeError(RecordBatchTooLargeError):
+    """An append larger than a whole segment (segment.bytes): Kafka's
+    RecordBatchTooLargeException, RECORD_LIST_TOO_LARGE to a producer."""
+
+
 class InvalidOffsetError(LogError):
     """An index entry or batch whose offset does not follow the previous one."""
 

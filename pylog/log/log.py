@@ -21,7 +21,12 @@ from typing import NamedTuple
 from pylog.io import pagecache
 from pylog.io.backend import IOBackend, get_backend
 from pylog.log.config import LONG_MAX, LogConfig
-from pylog.log.errors import LogClosedError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from pylog.log.errors import (
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordSetTooLargeError,
+)
 from pylog.log.segment import DELETED_SUFFIX, LogSegment
 from pylog.log.time_index import TimestampOffset
 from pylog.records import stamp, validate, validate_summary
@@ -205,21 +210,15 @@ class Log:
         if not batches:
             raise ValueError("append of an empty record set")
         config = self.config
-        limit = config.max_message_bytes
-        if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
-            raise RecordBatchTooLargeError(
-                f"batch larger than max.message.bytes={limit} ({size} bytes in this append)")
+        self._check_batch_sizes(view, batches, "")
         if self._codec is not None and needs_recompression(view, self._codec):
             # compression.type, as Kafka's LogValidator; the limit holds for
             # what is stored as well as for what was sent (UnifiedLog.append).
             view = recompress(view, self._codec)
             size = len(view)
-            if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
-                raise RecordBatchTooLargeError(
-                    f"batch larger than max.message.bytes={limit} once re-encoded "
-                    f"({size} bytes)")
+            self._check_batch_sizes(view, batches, " once re-encoded")
         if size > config.segment_bytes:
-            raise RecordBatchTooLargeError(
+            raise RecordSetTooLargeError(
                 f"append of {size} bytes exceeds segment.bytes={config.segment_bytes}")
         with self._lock:
             if self._closed:
@@ -245,6 +244,14 @@ class Log:
         if flush_now:  # flush.messages: fsync before the append is answered
             self.flush(next_offset)
         return _new_tuple(AppendResult, (base, next_offset - 1, append_time))
+
+    def _check_batch_sizes(self, view, batches: int, when: str) -> None:
+        """max.message.bytes holds for each batch (one pass over the headers
+        only when the whole append is over it)."""
+        limit, size = self.config.max_message_bytes, len(view)
+        if size > limit and (batches == 1 or any(i.size > limit for i in validate(view))):
+            raise RecordBatchTooLargeError(
+                f"batch larger than max.message.bytes={limit}{when} ({size} bytes)")
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset.

@@ -24,7 +24,7 @@ from pylog._native.produce_codec import (
     encode_produce_response,
 )
 from pylog.errors import CorruptBatchError
-from pylog.log import RecordBatchTooLargeError
+from pylog.log import RecordBatchTooLargeError, RecordSetTooLargeError
 from pylog.log.errors import LogClosedError
 from pylog.net.connection import CloseConnection
 from pylog.protocol import ApiKey, ErrorCode
@@ -103,13 +103,6 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
                       f"min.insync.replicas={config.min_insync_replicas} but the ISR is 1")
-    if len(records) > config.max_message_bytes:  # one batch: Kafka checks this first
-        return _error(index, ErrorCode.MESSAGE_TOO_LARGE,
-                      f"batch larger than max.message.bytes={config.max_message_bytes} "
-                      f"({len(records)} bytes)")
-    if len(records) > config.segment_bytes:
-        return _error(index, ErrorCode.RECORD_LIST_TOO_LARGE,
-                      f"record set of {len(records)} bytes exceeds segment.bytes")
     batch = producer_batch(records)
     producers = None
     if batch is not None and batch.first_seq < 0:  # as Kafka's LogValidator.validateBatch
@@ -134,6 +127,8 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
                 else ErrorCode.INVALID_TIMESTAMP if exc.check == "timestamp"
                 else ErrorCode.CORRUPT_MESSAGE)
         return _error(index, code, str(exc))
+    except RecordSetTooLargeError as exc:  # segment.bytes, checked after max.message.bytes
+        return _error(index, ErrorCode.RECORD_LIST_TOO_LARGE, str(exc))
     except RecordBatchTooLargeError as exc:
         return _error(index, ErrorCode.MESSAGE_TOO_LARGE, str(exc))
     except LogClosedError as exc:  # deleted while the request was on its way

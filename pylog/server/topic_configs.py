@@ -16,7 +16,6 @@ STATIC_BROKER_CONFIG when the broker's synonym (``log.retention.ms`` for
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -270,12 +269,7 @@ def log_config(configs: Mapping[str, str], base: LogConfig) -> LogConfig:
     model are kept in its ``extra`` (not strict: they were validated above)."""
     if not configs:
         return base
-    if configs.get("cleanup.policy") != "":
-        return LogConfig.from_props(configs, base=base)
-    # An empty policy (valid in Kafka 3.6): neither delete nor compact.
-    # LogConfig's parser wants at least one, so it is set after parsing.
-    rest = {k: v for k, v in configs.items() if k != "cleanup.policy"}
-    return dataclasses.replace(LogConfig.from_props(rest, base=base), cleanup_policy=())
+    return LogConfig.from_props(configs, base=base)
 
 
 def _broker_synonyms(d: TopicConfigDef) -> tuple[tuple[str, int], ...]:

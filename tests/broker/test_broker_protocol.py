@@ -663,19 +663,21 @@ def test_produce_checks_in_kafkas_order(start_broker, topic) -> None:
     """zstd before Produce v7 is UNSUPPORTED_COMPRESSION_TYPE (KIP-110); a batch
     over max.message.bytes is MESSAGE_TOO_LARGE even when it is over
     segment.bytes too (the producer splits on that one), and the limit holds
-    for the batch as sent before compression.type re-encodes it; on a
-    compacted topic a record without a key is INVALID_RECORD."""
+    for the batch as sent before compression.type re-encodes it; one only over
+    segment.bytes is RECORD_LIST_TOO_LARGE; on a compacted topic a record
+    without a key is INVALID_RECORD."""
     b = start_broker()
-    compact = topic + "-compact"
+    compact, small = topic + "-compact", topic + "-small-segments"
     with RawClient(b.bootstrap) as c:
         r = c.request(ApiKey.CREATE_TOPICS, 7, {"topics": [
             {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [],
              "configs": [{"name": k, "value": v} for k, v in cfg]}
             for n, cfg in ((topic, [("max.message.bytes", "1000"), ("segment.bytes", "900"),
                                     ("compression.type", "gzip")]),
-                           (compact, [("cleanup.policy", "compact")]))],
+                           (compact, [("cleanup.policy", "compact")]),
+                           (small, [("segment.bytes", "2000")]))],
             "timeout_ms": 5000, "validate_only": False})
-        assert [t.error_code for t in r.topics] == [0, 0]
+        assert [t.error_code for t in r.topics] == [0, 0, 0]
         zstd = batch(3, compression=4)
         for version, code in ((3, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE),
                               (6, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE), (7, 0)):
@@ -688,6 +690,9 @@ def test_produce_checks_in_kafkas_order(start_broker, topic) -> None:
         p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, big.build())))
         assert p.error_code == ErrorCode.MESSAGE_TOO_LARGE
         assert latest_offset(c, topic) == 0
+        p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(small, 0, big.build())))
+        assert p.error_code == ErrorCode.RECORD_LIST_TOO_LARGE
+        assert latest_offset(c, small) == 0
         keyless = BatchBuilder(compression=1)
         keyless.append(1_700_000_000_000, b"k", b"v")
         keyless.append(1_700_000_000_001, None, b"v")
