@@ -233,8 +233,10 @@ def _consume(args: argparse.Namespace, consumer: Any, formatter: Formatter, subs
                         continue
                     raise ToolError(f"Error processing message, terminating consumer "
                                     f"process: {err.str()}")
-                write(fmt(msg))
+                # Counted before it is written: a SIGTERM (raised between any
+                # two bytecodes) must not leave a printed message uncounted.
                 count += 1
+                write(fmt(msg))
             out.flush()
     except KeyboardInterrupt:
         pass
