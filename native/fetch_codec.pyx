@@ -7,9 +7,9 @@ builds and walks a message object per partition.  Here both are one pass in C:
 
 * :func:`decode_fetch_request` reads a whole frame (header and body, versions
   4-12, header v1 or v2) into plain tuples; what a broker without replicas or
-  fetch sessions does not use (replica id, leader epochs, forgotten topics,
-  rack id, cluster id) is read, checked and dropped, and no tagged field is
-  copied;
+  fetch sessions does not use (replica id, last fetched epochs, forgotten
+  topics, rack id, cluster id) is read, checked and dropped, and no tagged
+  field is copied;
 * :func:`encode_fetch_response` writes the framed response (size prefix,
   header v0 or v1, body) for the same versions from tuples, leaving each
   partition's records *region* (a :class:`~pylog.net.framing.FileRegion`, sent
@@ -96,6 +96,7 @@ cdef object _decode(object frame):
     cdef Cursor c
     cdef bint flexible
     cdef int64_t n_topics, n_parts
+    cdef int32_t leader_epoch
     cdef int32_t max_wait_ms, min_bytes, max_bytes
     cdef int32_t session_id = 0, session_epoch = -1
     cdef int8_t isolation_level
@@ -152,8 +153,10 @@ cdef object _decode(object frame):
                 c.pos += part_size
                 if flexible:
                     skip_tags(&c)
+                # CurrentLeaderEpoch: -1 (not known to the client) before v9.
+                leader_epoch = <int32_t>rd32(p + 4) if version >= 9 else -1
                 partitions.append((<int32_t>rd32(p), <int64_t>rd64(p + offset_at),
-                                   <int32_t>rd32(p + part_size - 4)))
+                                   <int32_t>rd32(p + part_size - 4), leader_epoch))
             if flexible:
                 skip_tags(&c)
             topics.append((name, partitions))
@@ -183,10 +186,11 @@ def decode_fetch_request(frame):
     """A Fetch request frame (no size prefix), versions 4-12, as ``(version,
     correlation_id, client_id, max_wait_ms, min_bytes, max_bytes,
     isolation_level, session_id, session_epoch, topics)``; ``topics`` is
-    ``[(name, [(partition, fetch_offset, partition_max_bytes), ...]), ...]``.
-    ``session_id`` / ``session_epoch`` are 0 / -1 before v7.
+    ``[(name, [(partition, fetch_offset, partition_max_bytes,
+    current_leader_epoch), ...]), ...]``.  ``session_id`` / ``session_epoch``
+    are 0 / -1 before v7, ``current_leader_epoch`` -1 before v9.
 
-    ReplicaId, CurrentLeaderEpoch, LastFetchedEpoch, LogStartOffset,
+    ReplicaId, LastFetchedEpoch, LogStartOffset,
     ForgottenTopicsData, RackId, ClusterId and unknown tagged fields are read
     (strings checked) and dropped.  Bytes after the last field are ignored
     (the generic codec's ``allow_trailing``).  A malformed frame is a

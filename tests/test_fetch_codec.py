@@ -49,7 +49,8 @@ def generic_decode(frame: Frame) -> Decoded:
     return (header.api_version, header.correlation_id, header.client_id,
             body.max_wait_ms, body.min_bytes, body.max_bytes, body.isolation_level,
             body.session_id, body.session_epoch,
-            [(t.topic, [(p.partition, p.fetch_offset, p.partition_max_bytes)
+            [(t.topic, [(p.partition, p.fetch_offset, p.partition_max_bytes,
+                         p.current_leader_epoch)
                         for p in t.partitions])
              for t in body.topics])
 
@@ -62,7 +63,7 @@ def native_decode(frame: Frame) -> Decoded:
     for topic in topics:
         assert type(topic) is tuple and len(topic) == 2 and type(topic[0]) is str
         assert type(topic[1]) is list
-        assert all(type(p) is tuple and len(p) == 3 for p in topic[1])
+        assert all(type(p) is tuple and len(p) == 4 for p in topic[1])
     return got
 
 
@@ -74,17 +75,19 @@ def assert_same_outcome(frame: Frame) -> Any:
 request_frame = partial(twins.request_frame, ApiKey.FETCH)
 
 
-def body_dict(topics: list[tuple[str, list[tuple[int, int, int]]]], **fields: Any
+def body_dict(topics: list[tuple[str, list[tuple[int, ...]]]], **fields: Any
               ) -> dict[str, Any]:
-    """A request body for the generic encoder from the native codec's topics shape;
-    the dropped fields get non-default values (they are read and dropped)."""
+    """A request body for the generic encoder from the native codec's topics shape
+    (the current leader epoch may be left out: 77); the dropped fields get
+    non-default values (they are read and dropped)."""
     body: dict[str, Any] = {
         "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
         "isolation_level": 1, "session_id": 0, "session_epoch": -1,
         "topics": [{"topic": name, "partitions": [
-            {"partition": p, "current_leader_epoch": 77, "fetch_offset": offset,
+            {"partition": p, "current_leader_epoch": epoch, "fetch_offset": offset,
              "last_fetched_epoch": 88, "log_start_offset": 99, "partition_max_bytes": limit}
-            for p, offset, limit in parts]} for name, parts in topics],
+            for p, offset, limit, epoch in ((*part, 77)[:4] for part in parts)]}
+            for name, parts in topics],
         "forgotten_topics_data": [], "rack_id": "", "cluster_id": None}
     body.update(fields)
     return body
@@ -215,11 +218,14 @@ def test_decode_samples_cover_nulls_and_unicode() -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_decode_unicode_extremes_and_sizes(version: int) -> None:
     topics = [
-        ("主题-🚀", [(INT32[0], INT64[0], INT32[0]), (INT32[1], INT64[1], INT32[1]),
-                    (0, 0, 0), (-1, -1, -1)]),
+        ("主题-🚀", [(INT32[0], INT64[0], INT32[0], INT32[1]),
+                    (INT32[1], INT64[1], INT32[1], INT32[0]), (0, 0, 0, 0), (-1, -1, -1, -1)]),
         ("t" * 200, []),
-        ("", [(5, 1, 2)]),
+        ("", [(5, 1, 2, 3)]),
     ]
+    # CurrentLeaderEpoch is v9+: -1 (unknown) before.
+    expected = topics if version >= 9 else [
+        (name, [(*p[:3], -1) for p in parts]) for name, parts in topics]
     for client_id in CLIENT_IDS:
         for fields in ({"max_wait_ms": INT32[0], "min_bytes": INT32[1], "max_bytes": INT32[0],
                         "isolation_level": INT8[0], "session_id": INT32[1],
@@ -235,7 +241,7 @@ def test_decode_unicode_extremes_and_sizes(version: int) -> None:
                        else (0, -1))
             assert got == (version, INT32[1], client_id, fields["max_wait_ms"],
                            fields["min_bytes"], fields["max_bytes"], fields["isolation_level"],
-                           *session, topics)
+                           *session, expected)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -247,7 +253,8 @@ def test_decode_empty_request(version: int) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_decode_many_topics_and_partitions(version: int) -> None:
     """Counts of 128 and more take multi-byte compact lengths in flexible versions."""
-    topics = [(f"topic-{t}", [(p, t * 1000 + p, p * 7) for p in range(300 if t == 0 else 2)])
+    topics = [(f"topic-{t}", [(p, t * 1000 + p, p * 7, p if version >= 9 else -1)
+                              for p in range(300 if t == 0 else 2)])
               for t in range(150)]
     forgotten = [{"topic": f"gone-{t}", "partitions": list(range(200 if t == 1 else 3))}
                  for t in range(130)]
@@ -309,7 +316,7 @@ def test_decode_cluster_id_tag(tags: bytes, accepted: bool) -> None:
     got = assert_same_outcome(frame)
     assert (got != ProtocolError) == accepted
     if accepted:
-        assert got[9] == [("t", [(0, 1, 2)])]
+        assert got[9] == [("t", [(0, 1, 2, 77)])]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -34,6 +34,7 @@ API_KEY = ApiKey.FETCH
 # v4: record batches and last_stable_offset; v13+ name topics by id only.
 VERSIONS = (4, 12)
 READ_COMMITTED = 1
+NO_EPOCH = -1  # current_leader_epoch: the client does not know it (and before v9)
 
 
 
@@ -49,7 +50,8 @@ class Request(NamedTuple):
     isolation_level: int
     session_id: int
     session_epoch: int
-    topics: list[tuple[str, list[tuple[int, int, int]]]]  # (partition, offset, max bytes)
+    # (partition, fetch offset, partition max bytes, current leader epoch)
+    topics: list[tuple[str, list[tuple[int, int, int, int]]]]
 
 
 # A partition's answer, in the order encode_fetch_response takes it:
@@ -85,13 +87,21 @@ def _read(broker: Broker, request: Request) -> Found:
     get_log = broker.logs.get_log
     for topic, partitions in request.topics:
         parts = []
-        for index, offset, partition_max_bytes in partitions:
+        for index, offset, partition_max_bytes, leader_epoch in partitions:
             log = get_log(topic, index)
             if log is None:
                 # Kafka sets partitions missing from its metadata aside before
                 # the read: the others still wait.
                 parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
+                continue
+            if leader_epoch != NO_EPOCH and leader_epoch != log.leader_epoch:
+                # Partition.localLogWithEpochOrThrow (KIP-320): an error read,
+                # which answers the fetch at once.
+                parts.append(_error(index, ErrorCode.FENCED_LEADER_EPOCH
+                                    if leader_epoch < log.leader_epoch
+                                    else ErrorCode.UNKNOWN_LEADER_EPOCH))
+                errors = complete = True
                 continue
             if request.version < 10 and log.config.compression_type == "zstd":
                 # KafkaApis: zstd needs Fetch v10+ (KIP-110).
@@ -152,7 +162,7 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
 def _one_per_partition(topics: list) -> list:
     """As Kafka's map of fetch partitions: a partition named twice is read
     once, with the last offset and limit given, in its first place."""
-    wanted: dict[tuple[str, int], tuple[int, int, int]] = {}
+    wanted: dict[tuple[str, int], tuple[int, int, int, int]] = {}
     for topic, partitions in topics:
         for p in partitions:
             wanted[(topic, p[0])] = p
@@ -197,7 +207,7 @@ def _reads_cached(broker: Broker, request: Request) -> bool:
     get_log = broker.logs.get_log
     limit = request.max_bytes
     for topic, partitions in request.topics:
-        for index, offset, partition_max_bytes in partitions:
+        for index, offset, partition_max_bytes, _ in partitions:
             log = get_log(topic, index)
             if log is not None and not log.read_is_cached(offset,
                                                           min(partition_max_bytes, limit)):

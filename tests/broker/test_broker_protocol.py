@@ -409,6 +409,40 @@ def test_fetch_every_version_and_isolation_level(broker, topic) -> None:
                     assert (r.error_code, r.session_id) == (0, 0)
 
 
+def test_fetch_checks_current_leader_epoch(broker, topic) -> None:
+    """As Kafka's Partition.localLogWithEpochOrThrow (KIP-320, Fetch v9+): a
+    current_leader_epoch ahead of the leader's is UNKNOWN_LEADER_EPOCH, one
+    behind it FENCED_LEADER_EPOCH, answered at once (an error read ends the
+    long poll) with unknown watermarks; -1 and the leader's epoch are served.
+    Before v9 the field does not exist."""
+    with RawClient(broker.bootstrap) as c:
+        metadata(c, topic)
+        c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, batch(4)))
+        epoch = metadata(c, topic).topics[0].partitions[0].leader_epoch
+        behind = epoch - 1 if epoch > 0 else -2  # -1 is "no epoch"
+
+        def fetch(version: int, current: int, offset: int = 0, wait: int = 0):
+            body = fetch_body(topic, offset, max_wait_ms=wait)
+            body["topics"][0]["partitions"][0]["current_leader_epoch"] = current
+            return c.request(ApiKey.FETCH, version, body).responses[0].partitions[0]
+
+        for version in range(9, 13):
+            for current in (-1, epoch):
+                p = fetch(version, current)
+                assert (p.error_code, p.high_watermark) == (0, 4)
+                assert bytes(p.records)[16:] == batch(4)[16:]
+            for current, code in ((epoch + 1, ErrorCode.UNKNOWN_LEADER_EPOCH),
+                                  (behind, ErrorCode.FENCED_LEADER_EPOCH)):
+                started = time.monotonic()
+                p = fetch(version, current, offset=4, wait=20_000)  # at the end: would park
+                assert time.monotonic() - started < 10
+                assert (p.error_code, p.high_watermark, p.log_start_offset) == (code, -1, -1)
+                assert len(p.records) == 0
+        for version in range(4, 9):  # no field: the epoch is never checked
+            p = fetch(version, epoch + 1)
+            assert (p.error_code, p.high_watermark) == (0, 4)
+
+
 def test_fetch_with_a_session_id_gets_fetch_session_id_not_found(broker, topic) -> None:
     """pylog hands out no fetch sessions, so a session id is always stale."""
     with RawClient(broker.bootstrap) as c:
