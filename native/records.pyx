@@ -288,8 +288,8 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
     """Every field of ``count`` records, as a consumer parses them (Kafka's
     DefaultRecord.readFrom): each record fills its own length exactly, the
     records fill the section exactly; with ``deltas`` the offset deltas run
-    0, 1, 2, ... (inside a compressed batch, where Kafka would rebuild
-    the batch otherwise; it takes an uncompressed batch's as they are).  A
+    0, 1, 2, ... (inside a compressed batch, as Kafka's LogValidator
+    requires; it takes an uncompressed batch's as they are).  A
     correct CRC only proves these are the bytes the producer sent.  About 4 ns
     a record.  Then the topic's ``rules``: timestamps (base + delta) other
     than -1 within [ts_lo, ts_hi], and keys.  ``max_ts``: the largest record
@@ -327,8 +327,8 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
         if n < 0:
             return _fail(f, CHECK_RECORDS, WALK_OFFSET_DELTA, k, rstart - start)
         if deltas and delta != k:
-            # Kafka rebuilds such a batch with new offsets; pylog stores
-            # batches as sent, and a consumer would read these offsets.
+            # LogValidator: "does not have incremental offsets", an
+            # InvalidRecordException; a consumer would read these offsets.
             return _fail(f, CHECK_RECORDS, WALK_OFFSET_ORDER, k, rstart - start, delta)
         p += n
         if keys and pylog_varint_decode(p, rend, &length) > 0 and length < 0:
