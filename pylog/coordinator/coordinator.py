@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 S = GroupState
 E = ErrorCode
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+# Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: a new member's parked JoinGroup
+# (it has no generation yet, so it cannot heartbeat) keeps it in the group this
+# long at most; a client that went away without a LeaveGroup is then dropped
+# instead of holding a long rebalance (say max.poll.interval.ms of hours) open.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 TopicPartition = tuple[str, int]
 
 
@@ -240,9 +245,22 @@ class GroupCoordinator:
     # -- sessions ----------------------------------------------------------------
 
     def _heartbeat(self, group: Group, member: Member) -> None:
-        """Any request from a member proves it alive: push its session deadline."""
+        """Any request from a member proves it alive: push its session deadline.
+
+        Not for a new member (no JoinGroup answered yet): as in Kafka, it has
+        NEW_MEMBER_JOIN_TIMEOUT_MS from joining, whatever it sends meanwhile."""
+        if member.is_new:
+            return
+        self._expire_after(group, member, member.session_timeout_ms)
+
+    def _expire_after(self, group: Group, member: Member, timeout_ms: int) -> None:
         loop = self._loop
-        member.deadline = loop.time() + member.session_timeout_ms / 1000
+        member.deadline = loop.time() + timeout_ms / 1000
+        if member.timer is not None and member.timer.when() > member.deadline:
+            # Only a deadline brought forward (a new member's join timeout giving
+            # way to its session timeout) needs the timer moved now.
+            member.timer.cancel()
+            member.timer = None
         if member.timer is None:
             # One timer per member, moved forward lazily when it fires: a heartbeat
             # is an assignment, not a cancel + reschedule on the loop's heap.
@@ -255,13 +273,17 @@ class GroupCoordinator:
             return
         loop = self._loop
         now = loop.time()
-        if member.awaiting_join or member.awaiting_sync:
+        if (member.awaiting_join and not member.is_new) or member.awaiting_sync:
             member.deadline = max(member.deadline, now + member.session_timeout_ms / 1000)
         if now < member.deadline:
             member.timer = loop.call_at(member.deadline, self._check_session, group, member)
             return
-        log.info("member %s in group %s has failed (session timeout %d ms), removing it",
-                 member.member_id, group.group_id, member.session_timeout_ms)
+        if member.is_new:
+            log.info("new member %s of group %s was not answered within %d ms, removing it",
+                     member.member_id, group.group_id, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        else:
+            log.info("member %s in group %s has failed (session timeout %d ms), removing it",
+                     member.member_id, group.group_id, member.session_timeout_ms)
         self._remove_member_and_update_group(group, member)
 
     def _expire_pending(self, group: Group, member_id: str) -> None:
@@ -413,7 +435,9 @@ class GroupCoordinator:
         self._schedule_pending_sync(group)
 
     def _drop_member(self, group: Group, member: Member, error: int) -> None:
-        self._finish_join(member, JoinResult(error, member.member_id))
+        # A parked JoinGroup learns it is out with no member id (Kafka's
+        # removeMemberAndUpdateGroup), so the client joins afresh.
+        self._finish_join(member, JoinResult(error, ""))
         self._finish_sync(member, SyncResult(error))
         if member.timer is not None:
             member.timer.cancel()
@@ -494,6 +518,8 @@ class GroupCoordinator:
                 error = self._store_group(group)
                 if error:
                     group.replace_static_member(instance_id, member_id, old)
+                    old.timer = None  # cancelled above: the old member's session resumes
+                    self._heartbeat(group, old)
                     return JoinResult(error, "")
                 self._heartbeat(group, new)
                 new.is_new = False
@@ -525,7 +551,7 @@ class GroupCoordinator:
             # Only a brand-new group's start may be held back by more joiners
             # (Kafka's addMemberAndRebalance); a reused one waits one delay.
             group.new_member_added = True
-        self._heartbeat(group, member)
+        self._expire_after(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
         return fut
 
@@ -546,10 +572,11 @@ class GroupCoordinator:
         member_id = req.member_id
         if member_id in group.pending_members:
             return self._add_member_and_rebalance(group, member_id, req)
-        if group.is_static_member_fenced(member_id, req.group_instance_id):
-            return JoinResult(E.FENCED_INSTANCE_ID, member_id)
-        member = group.members.get(member_id)
-        if member is None or group.state in (S.EMPTY, S.DEAD):
+        error = group.member_error(member_id, req.group_instance_id)
+        if error:
+            return JoinResult(error, member_id)
+        member = group.members[member_id]
+        if group.state in (S.EMPTY, S.DEAD):
             return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
         self._heartbeat(group, member)
         if group.is_(S.PREPARING_REBALANCE):
@@ -579,11 +606,10 @@ class GroupCoordinator:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.DEAD):
             return SyncResult(E.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(member_id, instance_id):
-            return SyncResult(E.FENCED_INSTANCE_ID)
-        member = group.members.get(member_id)
-        if member is None:
-            return SyncResult(E.UNKNOWN_MEMBER_ID)
+        error = group.member_error(member_id, instance_id)
+        if error:
+            return SyncResult(error)
+        member = group.members[member_id]
         if generation != group.generation:
             return SyncResult(E.ILLEGAL_GENERATION)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
@@ -630,11 +656,10 @@ class GroupCoordinator:
             return E.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(member_id, instance_id):
-            return E.FENCED_INSTANCE_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
+        error = group.member_error(member_id, instance_id)
+        if error:
+            return error
+        member = group.members[member_id]
         if generation != group.generation:
             return E.ILLEGAL_GENERATION
         if group.is_(S.EMPTY):
@@ -646,22 +671,29 @@ class GroupCoordinator:
 
     def leave_group(self, group_id: str,
                     members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """(top-level error, one error per leaving (member id, instance id))."""
+        """(top-level error, one error per leaving (member id, instance id)); as in
+        Kafka, no member errors at all when the top-level one is set."""
+        if not group_id:
+            return E.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
         if group is None:
             return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(members)
+            return E.COORDINATOR_NOT_AVAILABLE, []
         errors = []
         for member_id, instance_id in members:
-            if not member_id and instance_id is not None:
-                member_id = group.static_members.get(instance_id, "")
+            if not member_id:
+                # Administrative removal of a static member by its instance id.
+                member_id = group.static_members.get(instance_id, "") \
+                    if instance_id is not None else ""
                 if not member_id:
                     errors.append(E.UNKNOWN_MEMBER_ID)
                     continue
-            elif group.is_static_member_fenced(member_id, instance_id):
-                errors.append(E.FENCED_INSTANCE_ID)
-                continue
+            elif member_id not in group.pending_members:
+                error = group.member_error(member_id, instance_id)
+                if error:
+                    errors.append(error)
+                    continue
             if member_id in group.pending_members:
                 handle = group.pending_members.pop(member_id)
                 if handle is not None:
@@ -670,10 +702,7 @@ class GroupCoordinator:
                     self._try_complete_join(group)
                 errors.append(E.NONE)
                 continue
-            member = group.members.get(member_id)
-            if member is None:
-                errors.append(E.UNKNOWN_MEMBER_ID)
-                continue
+            member = group.members[member_id]
             log.info("member %s has left group %s", member_id, group_id)
             self._remove_member_and_update_group(group, member)
             errors.append(E.NONE)
@@ -698,14 +727,13 @@ class GroupCoordinator:
                                                   current_state_timestamp=self.time_ms())
         if group.is_(S.DEAD):
             return all_(E.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(member_id, instance_id):
-            return all_(E.FENCED_INSTANCE_ID)
         if not (generation < 0 and group.is_(S.EMPTY)):
             # Who is asking comes first (Kafka's validateOffsetCommit): only a
             # member of the current generation learns that it must wait.
-            member = group.members.get(member_id)
-            if member is None:
-                return all_(E.UNKNOWN_MEMBER_ID)
+            error = group.member_error(member_id, instance_id)
+            if error:
+                return all_(error)
+            member = group.members[member_id]
             if generation != group.generation:
                 return all_(E.ILLEGAL_GENERATION)
             if group.is_(S.COMPLETING_REBALANCE):

@@ -22,6 +22,7 @@ from enum import Enum
 
 from pylog.coordinator.consumer_protocol import subscription_topics
 from pylog.coordinator.records import OffsetAndMetadata, StoredGroup, StoredMember
+from pylog.protocol import ErrorCode
 
 
 class GroupState(Enum):
@@ -175,6 +176,19 @@ class Group:
             return False
         current = self.static_members.get(instance_id)
         return current is not None and current != member_id
+
+    def member_error(self, member_id: str, instance_id: str | None) -> int:
+        """Kafka's validateCurrentMember: NONE (0) when ``member_id`` is a member and
+        ``instance_id``, if given, is the instance id that member holds;
+        FENCED_INSTANCE_ID when the instance id is another member's; else
+        UNKNOWN_MEMBER_ID (an instance id the group does not know included)."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.NONE if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     def has(self, member_id: str) -> bool:
         return member_id in self.members

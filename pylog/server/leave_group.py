@@ -16,9 +16,14 @@ VERSIONS = (0, 5)
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     if header.api_version < 3:
         top, errors = broker.groups.leave_group(body.group_id, [(body.member_id, None)])
-        return {"throttle_time_ms": 0, "error_code": top or errors[0]}
+        # Kafka's LeaveGroupResponse before v3: the top-level error, else the
+        # first member error.
+        return {"throttle_time_ms": 0,
+                "error_code": top or next((e for e in errors if e), 0)}
     leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     top, errors = broker.groups.leave_group(body.group_id, leaving)
+    # A top-level error (INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE) comes
+    # without member results, as in Kafka.
     return {"throttle_time_ms": 0, "error_code": top, "members": [
         {"member_id": mid, "group_instance_id": iid, "error_code": err}
-        for (mid, iid), err in zip(leaving, errors, strict=True)]}
+        for (mid, iid), err in zip(leaving, errors, strict=True)] if not top else []}
