@@ -48,6 +48,12 @@ log = logging.getLogger(__name__)
 # one in progress, or answered and waiting for their turn to be sent (Kafka's
 # queued.max.requests plays this role broker-wide).
 MAX_QUEUED = 100
+# ... or this many bytes of requests held (read, not started).  Kafka reads
+# nothing more from a muted connection; without a byte bound a client that
+# parks a fetch (or stops reading) could pipeline MAX_QUEUED requests of
+# socket.request.max.bytes each into the node's memory.  Past it, at most one
+# more request is read.
+MAX_HELD_BYTES = 1 << 20
 
 
 class CloseConnection(Exception):
@@ -77,9 +83,11 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer: Any = None
         self.closed = False
+        self._lost = False  # connection_lost ran
         self._loop = asyncio.get_event_loop()
         self._slots: collections.deque[_Slot] = collections.deque()
         self._held: collections.deque[bytearray] = collections.deque()  # read, not started
+        self._held_bytes = 0
         self._in_progress = False    # a request's handler returned an awaitable
         self._sending = False        # an async sendfile owns the socket
         self._read_paused = False
@@ -87,6 +95,7 @@ class Connection(asyncio.BufferedProtocol):
         self._sock_fd = -1
         self._watch_fd = -1  # a dup of the socket's fd, to wait for it to be writable
         self._last_active = time.monotonic()
+        self._pending_seen = 0  # the transport's write buffer at the last idle check
         self._idle_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
         self._inflight: list = []  # pinned pieces of the response being sent async
@@ -123,6 +132,7 @@ class Connection(asyncio.BufferedProtocol):
                 # its responses, or a full queue: keep the frame (bytes
                 # read, nothing built for it) until the connection drains.
                 self._held.append(frame)
+                self._held_bytes += len(frame)
             else:
                 self._dispatch(frame)
         if self._held:
@@ -133,6 +143,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._lost = True
         if self._idle_timer is not None:
             self._idle_timer.cancel()
         for task in list(self._tasks):
@@ -142,6 +153,7 @@ class Connection(asyncio.BufferedProtocol):
             release_parts(slot.result)
         self._slots.clear()
         self._held.clear()
+        self._held_bytes = 0
         if self._watch_fd >= 0:
             self._loop.remove_writer(self._watch_fd)
             os.close(self._watch_fd)
@@ -235,7 +247,9 @@ class Connection(asyncio.BufferedProtocol):
         must hold again, see _must_hold)."""
         held = self._held
         while held and not self._must_hold() and not self._closing():
-            self._dispatch(held.popleft())
+            frame = held.popleft()
+            self._held_bytes -= len(frame)
+            self._dispatch(frame)
         self._update_reading()
 
     def _pump(self) -> None:
@@ -253,7 +267,7 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        should_pause = (self._write_paused
+        should_pause = (self._write_paused or self._held_bytes >= MAX_HELD_BYTES
                         or len(self._slots) + len(self._held) >= MAX_QUEUED)
         if should_pause and not self._read_paused:
             self._read_paused = True
@@ -347,6 +361,8 @@ class Connection(asyncio.BufferedProtocol):
             await self._writable()
         while True:
             n = _sendfile_some(self._sock_fd, fd, offset, count)
+            if n:
+                self._last_active = time.monotonic()  # the peer is reading
             offset += n
             count -= n
             if count == 0:
@@ -373,21 +389,44 @@ class Connection(asyncio.BufferedProtocol):
     # -- life cycle --------------------------------------------------------------
 
     def _check_idle(self) -> None:
-        """connections.max.idle.ms: close a connection with no request in flight
-        and no bytes received for that long."""
-        if self.closed:
+        """connections.max.idle.ms: close a connection that neither sent a byte
+        nor took one for that long, as Kafka's selector does (any read or
+        write counts as activity there).  A request in progress (a parked
+        fetch, a group join) is the node's to finish, not the client's
+        idleness.  A client that stopped reading its answers (a response
+        queued in the transport or half sent by sendfile, requests held behind
+        it) is idle too, and so is one that left a close of ours waiting for
+        it to read: the connection is aborted, dropping what it did not take
+        -- a graceful close would wait for that peer forever."""
+        if self._lost:
             return
-        idle = time.monotonic() - self._last_active
-        if idle >= self.idle_s and not self._slots and not self._sending:
+        now = time.monotonic()
+        pending = self.transport.get_write_buffer_size()
+        if pending != self._pending_seen:  # the peer took bytes (or we wrote some)
+            self._pending_seen = pending
+            self._last_active = now
+        idle = now - self._last_active
+        if idle >= self.idle_s and not self._in_progress:
+            if pending or self._sending or self.closed:
+                log.info("closing idle connection from %s: it stopped reading", self.peer)
+                self.abort()
+                return
             log.info("closing idle connection from %s", self.peer)
             self.close()
-            return
+            # Should the close still wait on the peer an idle period from now: abort.
+            self._last_active, idle = now, 0.0
         self._idle_timer = self._loop.call_later(max(self.idle_s - idle, 0.05), self._check_idle)
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:
             self.closed = True
             self.transport.close()
+
+    def abort(self) -> None:
+        """Close now, dropping whatever the peer has not read yet."""
+        if self.transport is not None and not self._lost:
+            self.closed = True
+            self.transport.abort()
 
     def _closing(self) -> bool:
         """Closed, or the transport is on its way out (a failed write closes
