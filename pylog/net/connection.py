@@ -74,12 +74,15 @@ class _Slot:
 class Connection(asyncio.BufferedProtocol):
     def __init__(self, handler: Handler, max_request_bytes: int, idle_ms: int,
                  on_close: Callable[[Connection], None] | None = None,
-                 executor: Any = None) -> None:
+                 executor: Any = None,
+                 admit: Callable[[Connection], bool] | None = None) -> None:
         self.handler = handler
         self.frames = FrameBuffer(max_request_bytes)
         self.idle_s = idle_ms / 1000 if idle_ms >= 0 else None
         self.on_close = on_close
         self.executor = executor  # for page-cache misses; None: the loop's default
+        self.admit = admit  # the listener's connection quotas; False: close at once
+        self.quota_key: str | None = None  # what the listener counted this connection as
         self.transport: asyncio.Transport | None = None
         self.peer: Any = None
         self.closed = False
@@ -107,6 +110,9 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("socket")
         self._sock_fd = sock.fileno() if sock is not None else -1
+        if self.admit is not None and not self.admit(self):
+            self.close()
+            return
         if self.idle_s is not None:
             self._idle_timer = self._loop.call_later(self.idle_s, self._check_idle)
 

@@ -1,8 +1,18 @@
-"""The node's listening socket and the set of live connections."""
+"""The node's listening socket and the set of live connections.
+
+Connection quotas are Kafka's ``max.connections.per.ip`` (with
+``max.connections.per.ip.overrides``) and ``max.connections``: a connection
+past them is closed as soon as it is accepted, before anything is read from
+it.  (Kafka closes one over the per-ip limit the same way; over the
+broker-wide one its acceptor stops accepting until a slot frees, which an
+asyncio server cannot do: pylog closes it too, and the client reconnects after
+its backoff.)
+"""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 from typing import Any
@@ -11,13 +21,17 @@ from pylog.net.connection import Connection, Handler
 
 log = logging.getLogger(__name__)
 
+INT_MAX = 2**31 - 1  # Kafka's default for the connection quotas: none
+
 
 class Listener:
     """Accepts clients on one endpoint; each connection gets a :class:`Connection`."""
 
     def __init__(self, host: str, port: int, handler: Handler, *, max_request_bytes: int,
                  idle_ms: int, send_buffer: int = -1, receive_buffer: int = -1,
-                 executor: Any = None) -> None:
+                 executor: Any = None, max_connections: int = INT_MAX,
+                 max_per_ip: int = INT_MAX, per_ip_overrides: dict[str, int] | None = None,
+                 ) -> None:
         self.host = host
         self.port = port
         self.handler = handler
@@ -27,17 +41,61 @@ class Listener:
         self.receive_buffer = receive_buffer
         self.executor = executor
         self.connections: set[Connection] = set()
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.per_ip_overrides = dict(per_ip_overrides or {})
+        self._per_ip: dict[str, int] = {}  # open connections by address (with quotas on)
+        self._counted = 0
+        # No quota set: nothing to count, nothing to check per connection.
+        self._quotas = (max_connections < INT_MAX or max_per_ip < INT_MAX
+                        or bool(self.per_ip_overrides))
         self._server: asyncio.base_events.Server | None = None
 
     def _protocol(self) -> Connection:
-        conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
-                          on_close=self.connections.discard, executor=self.executor)
+        if self._quotas:
+            conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
+                              on_close=self._closed, executor=self.executor,
+                              admit=self._admit)
+        else:
+            conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
+                              on_close=self.connections.discard, executor=self.executor)
         self.connections.add(conn)
         return conn
+
+    def _admit(self, conn: Connection) -> bool:
+        """Whether a new connection is within the quotas (it is counted if so)."""
+        ip = conn.peer[0] if isinstance(conn.peer, tuple) else str(conn.peer)
+        count = self._per_ip.get(ip, 0)
+        limit = self.per_ip_overrides.get(ip, self.max_per_ip)
+        if count >= limit:
+            log.info("closing connection from %s: max.connections.per.ip=%d reached for %s",
+                     conn.peer, limit, ip)
+            return False
+        if self._counted >= self.max_connections:
+            log.info("closing connection from %s: max.connections=%d reached", conn.peer,
+                     self.max_connections)
+            return False
+        self._per_ip[ip] = count + 1
+        self._counted += 1
+        conn.quota_key = ip
+        return True
+
+    def _closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        ip = conn.quota_key
+        if ip is not None:
+            conn.quota_key = None
+            self._counted -= 1
+            left = self._per_ip[ip] - 1
+            if left:
+                self._per_ip[ip] = left
+            else:
+                del self._per_ip[ip]
 
     async def start(self) -> int:
         """Bind and listen; returns the bound port (useful with port 0)."""
         loop = asyncio.get_running_loop()
+        self.per_ip_overrides = await _resolve(loop, self.per_ip_overrides)
         self._server = await loop.create_server(
             self._protocol, self.host or None, self.port, reuse_address=True, backlog=1024)
         for sock in self._server.sockets:
@@ -63,3 +121,18 @@ class Listener:
             conn.close()
         if self._server is not None:
             await self._server.wait_closed()
+
+
+async def _resolve(loop: asyncio.AbstractEventLoop, overrides: dict[str, int]) -> dict[str, int]:
+    """max.connections.per.ip.overrides by address: host names resolved (to
+    every address they have), as Kafka resolves them when it reads the config."""
+    out: dict[str, int] = {}
+    for host, count in overrides.items():
+        try:
+            out[str(ipaddress.ip_address(host))] = count
+            continue
+        except ValueError:
+            pass
+        for *_, addr in await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM):
+            out[addr[0]] = count
+    return out

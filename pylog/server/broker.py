@@ -74,7 +74,10 @@ class Broker:
             max_request_bytes=config["socket.request.max.bytes"],
             idle_ms=config["connections.max.idle.ms"],
             send_buffer=config["socket.send.buffer.bytes"],
-            receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor)
+            receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor,
+            max_connections=config["max.connections"],
+            max_per_ip=config["max.connections.per.ip"],
+            per_ip_overrides=config["max.connections.per.ip.overrides"])
         self.endpoint: Endpoint = config.advertised()
         self.fetch_max_bytes: int = config["fetch.max.bytes"]
         # Prometheus page at metrics.listener; None when off, so each hook in the

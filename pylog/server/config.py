@@ -112,6 +112,22 @@ def _metrics_url(key: str, raw: str) -> str:
     return value
 
 
+def _ip_overrides(key: str, raw: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: ``host:count[,host:count]`` (host: a
+    name or an address; the listener resolves names when it starts)."""
+    out: dict[str, int] = {}
+    for item in (s.strip() for s in raw.split(",")):
+        if not item:
+            continue
+        host, colon, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not colon or not host or not count.strip().isdigit():
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                              "expected host:count[,host:count]")
+        out[host] = int(count)
+    return out
+
+
 _LONG = _int()
 _POS = _int(1)
 _NONNEG = _int(0)
@@ -143,6 +159,11 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "fetch.max.bytes": (_int(1024, INT_MAX), "57671680"),
     "connections.max.idle.ms": (_LONG, "600000"),
     "queued.max.requests": (_int(1, INT_MAX), "500"),
+    # Kafka's connection quotas (pylog.net.listener): a connection past them is
+    # closed as soon as it is accepted.
+    "max.connections": (_int(0, INT_MAX), str(INT_MAX)),
+    "max.connections.per.ip": (_int(0, INT_MAX), str(INT_MAX)),
+    "max.connections.per.ip.overrides": (_ip_overrides, ""),
     "log.segment.bytes": (_int(14, INT_MAX), "1073741824"),
     "log.roll.hours": (_int(1, INT_MAX), "168"),
     "log.roll.ms": (_POS, None),

@@ -10,6 +10,8 @@ import os
 import resource
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -275,3 +277,52 @@ def test_idle_connections_cost_little_memory_and_no_fds_once_gone(start_broker, 
     with RawClient(b.bootstrap) as other:
         assert other.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
     _check_clean_stop(b)
+
+
+def _served(bootstrap: str) -> RawClient | None:
+    """A connection that was admitted (answers ApiVersions), or None: closed
+    by the node without an answer."""
+    c = RawClient(bootstrap)
+    try:
+        assert c.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
+    except (ConnectionError, OSError, EOFError, AssertionError):
+        c.close()
+        return None
+    return c
+
+
+def test_connection_quotas_close_connections_past_them(start_broker) -> None:
+    """Kafka's max.connections.per.ip (with max.connections.per.ip.overrides)
+    and max.connections: a connection past them is closed before anything is
+    read from it, the others are served, and a slot freed by a close is
+    taken by the next connection."""
+    b = start_broker("max.connections.per.ip=3")
+    held = [_served(b.bootstrap) for _ in range(3)]
+    assert all(held)
+    assert _served(b.bootstrap) is None
+    held.pop().close()
+    _wait_for(lambda: (c := _served(b.bootstrap)) is not None and held.append(c) is None,
+              10, "the freed slot")
+    assert _served(b.bootstrap) is None
+    for c in held:
+        c.close()
+    _check_clean_stop(b)
+
+    # An override for this address, and the node-wide cap below it.
+    b = start_broker("max.connections.per.ip=1", "max.connections.per.ip.overrides=127.0.0.1:5",
+                     "max.connections=4")
+    held = [_served(b.bootstrap) for _ in range(4)]
+    assert all(held)
+    assert _served(b.bootstrap) is None
+    for c in held:
+        c.close()
+    _check_clean_stop(b)
+
+
+def test_connection_quota_configs_are_checked(tmp_path) -> None:
+    for bad in ("max.connections.per.ip.overrides=127.0.0.1", "max.connections=-1",
+                "max.connections.per.ip.overrides=127.0.0.1:x"):
+        out = subprocess.run([sys.executable, "-m", "pylog", "broker", "--override", bad,
+                              "--override", f"log.dirs={tmp_path}"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and bad.split("=")[0] in out.stderr, out.stderr
