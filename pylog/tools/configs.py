@@ -111,8 +111,8 @@ def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
         elif args.alter:
             raise ToolError("an entity name must be specified with --alter of topics")
         else:
-            try:
-                names = sorted(n for n in check_reachable(admin).topics if not n.startswith("__"))
+            try:  # every topic, internal ones included, as Kafka's listInternal(true)
+                names = sorted(check_reachable(admin).topics)
             except ToolError as exc:
                 raise _fail(str(exc)) from None
         return [(ConfigResource(ResourceType.TOPIC, n), f"topic {n}") for n in names]
@@ -131,6 +131,9 @@ def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
             ids = [str(b) for b in sorted(check_reachable(admin).brokers)]
         except ToolError as exc:
             raise _fail(str(exc)) from None
+        # Every broker, then the cluster-wide default, as Kafka's describe lists them.
+        return [(ConfigResource(ResourceType.BROKER, i), f"broker {i}") for i in ids] + [
+            (BROKER_DEFAULT, "")]
     return [(ConfigResource(ResourceType.BROKER, i), f"broker {i}") for i in ids]
 
 
@@ -231,11 +234,14 @@ def _alter(admin: Any, args: argparse.Namespace) -> None:
                         "deleted")
     for resource, label in _resources(admin, args):
         if deleted:
-            # Kafka refuses to delete a name the entity does not have at all.
-            known = _describe_one(admin, resource, args)
-            unknown = [k for k in deleted if k not in known]
+            # Kafka refuses to delete a name the entity does not override (its
+            # dynamic configs): InvalidConfigurationException, the message alone.
+            wanted = _dynamic_source(args.entity_type, label)
+            overridden = {e.name for e in _describe_one(admin, resource, args).values()
+                          if _source_value(e.source) == wanted}
+            unknown = [k for k in deleted if k not in overridden]
             if unknown:
-                raise _fail(f"Invalid config(s): {','.join(unknown)}")
+                raise ToolError(f"Invalid config(s): {','.join(unknown)}")
         if resource is BROKER_DEFAULT:
             _alter_default(args, added, deleted)
             print("Completed updating default config for brokers in the cluster.")

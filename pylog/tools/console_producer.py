@@ -11,12 +11,19 @@ Client settings come as in Kafka: ``--producer.config FILE`` then
 are Kafka's console producer's (acks=-1, linger 1000 ms from ``--timeout``);
 the records still pending at end of input are flushed before exit.  A record
 the broker refuses prints Kafka's ``Error when sending message to topic ...``
-line on stderr, and the exit status is then 1.
+line on stderr; as in Kafka, that alone does not change the exit status (0)
+unless ``--sync`` is given, where the first refused record ends the run with
+status 1 and no further line is read.
+
+``headers.separator`` is a regular expression splitting the headers, as in Kafka
+(Java's String.split); a header without ``headers.key.separator`` is an error
+unless ``ignore.error=true``.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -43,6 +50,25 @@ def _split(data: bytes, sep: bytes) -> tuple[bytes, bytes] | None:
     return None if i < 0 else (data[:i], data[i + len(sep):])
 
 
+def _java_split(pattern: re.Pattern, text: str) -> list[str]:
+    """Java's ``Pattern.split(text)``: no leading empty string from a zero-width
+    match at 0, trailing empty strings dropped, ``[text]`` when nothing matches."""
+    if not text:
+        return [text]
+    parts, index = [], 0
+    for m in pattern.finditer(text):
+        if m.end() == 0:
+            continue
+        parts.append(text[index:m.start()])
+        index = m.end()
+    if not parts:
+        return [text]
+    parts.append(text[index:])
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 class LineReader:
     """Kafka's LineMessageReader: one line -> (headers, key, value).
 
@@ -50,18 +76,57 @@ class LineReader:
     backslash escapes (a tab from a shell is ``$'\\t'``)."""
 
     def __init__(self, props: dict[str, str]) -> None:
-        self.parse_key = props.get("parse.key", "false").lower() == "true"
-        self.key_sep = props.get("key.separator", "\t").encode()
-        self.ignore_error = props.get("ignore.error", "false").lower() == "true"
-        self.parse_headers = props.get("parse.headers", "false").lower() == "true"
-        self.headers_delim = props.get("headers.delimiter", "\t").encode()
-        self.headers_sep = props.get("headers.separator", ",").encode()
-        self.headers_key_sep = props.get("headers.key.separator", ":").encode()
+        self.parse_key = props.get("parse.key", "false").strip().lower() == "true"
+        key_sep = props.get("key.separator", "\t")
+        self.key_sep = key_sep.encode()
+        self.ignore_error = props.get("ignore.error", "false").strip().lower() == "true"
+        self.parse_headers = props.get("parse.headers", "false").strip().lower() == "true"
+        delimiter = props.get("headers.delimiter", "\t")
+        self.headers_delim = delimiter.encode()
+        separator = props.get("headers.separator", ",")
+        try:
+            self.headers_pattern = re.compile(separator)
+        except re.error as exc:
+            raise ToolError(f"Invalid headers.separator regular expression '{separator}': "
+                            f"{exc}") from None
+        key_separator = props.get("headers.key.separator", ":")
+        self.headers_key_sep = key_separator
+        # LineMessageReader.configure's checks, in its order.
+        if delimiter == separator:
+            raise ToolError("headers.delimiter and headers.separator may not be equal")
+        if delimiter == key_separator:
+            raise ToolError("headers.delimiter and headers.key.separator may not be equal")
+        if separator == key_separator:
+            raise ToolError("headers.separator and headers.key.separator may not be equal")
         marker = props.get("null.marker")
-        self.null_marker = marker.encode() if marker else None
-        if self.null_marker is not None and self.null_marker in (
-                self.key_sep, self.headers_delim, self.headers_sep, self.headers_key_sep):
-            raise ToolError("null.marker must not be equal to any of the separators")
+        for value, name in ((key_sep, "key.separator"), (separator, "headers.separator"),
+                            (delimiter, "headers.delimiter"),
+                            (key_separator, "headers.key.separator")):
+            if marker == value:
+                raise ToolError(f"null.marker and {name} may not be equal")
+        self.null_marker_text = marker
+        self.null_marker = marker.encode() if marker is not None else None
+
+    def _headers(self, head: bytes, lineno: int) -> list[tuple[str, bytes | None]]:
+        """Kafka's splitHeaders: a regex split, then each pair at its first
+        headers.key.separator."""
+        text = head.decode("utf-8", errors="surrogateescape")
+        headers = []
+        for pair in _java_split(self.headers_pattern, text):
+            i = pair.find(self.headers_key_sep)
+            if i < 0:
+                if not self.ignore_error:
+                    raise ToolError(f"No header key separator found in pair '{pair}' on line "
+                                    f"number {lineno}")
+                headers.append((pair, None))
+                continue
+            key, value = pair[:i], pair[i + len(self.headers_key_sep):]
+            if key == self.null_marker_text:
+                raise ToolError(f"Header keys should not be equal to the null marker "
+                                f"'{key}' as they can't be null")
+            headers.append((key, None if value == self.null_marker_text
+                            else value.encode("utf-8", errors="surrogateescape")))
+        return headers
 
     def _null(self, field: bytes) -> bytes | None:
         return None if self.null_marker is not None and field == self.null_marker else field
@@ -77,11 +142,7 @@ class LineReader:
                                     f"'{line.decode(errors='replace')}'")
             else:
                 head, rest = split
-                headers = []
-                if head != self.null_marker:
-                    for item in head.split(self.headers_sep):
-                        hkey, hsep, hval = item.partition(self.headers_key_sep)
-                        headers.append((hkey.decode(), self._null(hval) if hsep else None))
+                headers = [] if head == self.null_marker else self._headers(head, lineno)
         key = None
         if self.parse_key:
             split = _split(rest, self.key_sep)
@@ -172,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
                     poll(0.1)
             if args.sync:
                 producer.flush(FLUSH_TIMEOUT_S)
+                if failed[0]:  # Kafka: send(record).get() threw; nothing more is read
+                    break
             else:
                 poll(0)
     except ToolError as exc:
@@ -184,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
     if remaining:
         raise ToolError(f"{remaining} records were not acknowledged within "
                         f"{FLUSH_TIMEOUT_S:.0f} s")
-    return 1 if failed[0] else 0
+    # Asynchronous failures are only logged (Kafka's ErrorLoggingCallback).
+    return 1 if args.sync and failed[0] else 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

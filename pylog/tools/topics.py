@@ -31,6 +31,25 @@ from pylog.tools.common import (
 )
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
+REPORTS = ("under_replicated_partitions", "under_min_isr_partitions", "at_min_isr_partitions",
+           "unavailable_partitions")
+# TopicCommandOptions.checkArgs: option -> the actions it may be used with, and
+# the other options it may not be combined with.
+ALLOWED_ACTIONS = {
+    "config": ("alter", "create"),
+    "partitions": ("alter", "create"),
+    "replication_factor": ("create",),
+    "replica_assignment": ("create", "alter"),
+    **{r: ("describe",) for r in REPORTS},
+    "topics_with_overrides": ("describe",),
+    "if_exists": ("alter", "delete", "describe"),
+    "if_not_exists": ("create",),
+    "exclude_internal": ("list", "describe"),
+}
+EXCLUSIVE = {
+    **{r: tuple(o for o in REPORTS if o != r) + ("topics_with_overrides",) for r in REPORTS},
+    "topics_with_overrides": REPORTS,
+}
 COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') "
                      "or underscore ('_') could collide. To avoid issues it is best to use "
                      "either, but not both.")
@@ -88,6 +107,69 @@ def _ensure_found(found: list[str], requested: str | None, if_exists: bool) -> N
         raise _fail(f"Topic '{requested}' does not exist as expected")
 
 
+def _opt(dest: str) -> str:
+    """An option as joptsimple prints it: ``[replica-assignment]``."""
+    return f"[{dest.replace('_', '-')}]"
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    value = getattr(args, dest)
+    return value is not None and value is not False
+
+
+def _check_options(args: argparse.Namespace, action: str) -> None:
+    """Kafka's checkInvalidArgs: ``Option "[x]" can't be used with option "[y]"``."""
+    for dest, actions in ALLOWED_ACTIONS.items():
+        if not _given(args, dest):
+            continue
+        if action not in actions:
+            raise ToolError(f'Option "{_opt(dest)}" can\'t be used with option "[{action}]"')
+        for other in EXCLUSIVE.get(dest, ()):
+            if _given(args, other):
+                raise ToolError(f'Option "{_opt(dest)}" can\'t be used with option '
+                                f'"{_opt(other)}"')
+    if action == "create" and _given(args, "replica_assignment"):
+        for other in ("partitions", "replication_factor"):
+            if _given(args, other):
+                raise ToolError(f'Option "[replica-assignment]" can\'t be used with option '
+                                f'"{_opt(other)}"')
+
+
+def parse_replica_assignment(text: str) -> list[list[int]]:
+    """TopicCommand.parseReplicaAssignment: ``0:1,1:2`` -> one replica list per
+    partition, in partition order."""
+    out: list[list[int]] = []
+    for i, item in enumerate(text.split(",")):
+        brokers = []
+        for b in item.split(":"):
+            try:
+                brokers.append(int(b.strip()))
+            except ValueError:
+                raise _fail(f'For input string: "{b.strip()}"') from None
+        duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+        if duplicates:
+            raise _fail("Partition replica lists may not contain duplicate entries: "
+                        + ",".join(map(str, duplicates)))
+        if out and len(brokers) != len(out[0]):
+            raise _fail(f"Partition {i} has different replication factor: "
+                        + ":".join(map(str, brokers)))
+        out.append(brokers)
+    return out
+
+
+def _check_brokers(admin: Any, assignment: list[list[int]]) -> None:
+    """Refuse broker ids the cluster does not have, as Kafka's controller does."""
+    try:
+        registered = set(check_reachable(admin).brokers)
+    except ToolError as exc:
+        raise _fail(str(exc)) from None
+    for replicas in assignment:
+        for b in replicas:
+            if b not in registered:
+                raise _fail(f"The manual partition assignment includes broker {b}, but no "
+                            "such broker is registered.")
+
+
 def _create(admin: Any, args: argparse.Namespace) -> None:
     from confluent_kafka.admin import NewTopic
 
@@ -98,8 +180,15 @@ def _create(admin: Any, args: argparse.Namespace) -> None:
     if args.replication_factor is not None and args.replication_factor < 1:
         raise _fail("The replication factor must be greater than 0")
     configs = parse_props(args.config, "topic config", strip=True)
-    topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
-                     replication_factor=args.replication_factor or -1, config=configs)
+    if args.replica_assignment:  # the partition count is the assignment's
+        assignment = parse_replica_assignment(args.replica_assignment)
+        _check_brokers(admin, assignment)
+        # librdkafka wants the count given too; it sends -1 with the assignment.
+        topic = NewTopic(args.topic, num_partitions=len(assignment), replication_factor=-1,
+                         replica_assignment=assignment, config=configs)
+    else:
+        topic = NewTopic(args.topic, num_partitions=args.partitions or -1,
+                         replication_factor=args.replication_factor or -1, config=configs)
     if "." in args.topic or "_" in args.topic:
         print(COLLISION_WARNING)
     fut = admin.create_topics([topic], request_timeout=TIMEOUT_S)[args.topic]
@@ -133,6 +222,16 @@ def _configs_text(admin: Any, names: list[str]) -> dict[str, str]:
     return out
 
 
+def _topic_line(name: str, desc: Any, parts: list[Any], configs: str) -> str:
+    rf = len(parts[0].replicas) if parts else 0
+    topic_id = _uuid_text(desc.topic_id)
+    line = f"Topic: {name}"
+    if topic_id and topic_id != "AAAAAAAAAAAAAAAAAAAAAA":  # Uuid.ZERO_UUID
+        line += f"\tTopicId: {topic_id}"
+    return line + (f"\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
+                   f"\tConfigs: {configs}")
+
+
 def _describe(admin: Any, args: argparse.Namespace) -> None:
     from confluent_kafka import TopicCollection
 
@@ -155,15 +254,13 @@ def _describe(admin: Any, args: argparse.Namespace) -> None:
     for name in sorted(descriptions):
         desc = descriptions[name]
         parts = sorted(desc.partitions, key=lambda p: p.id)
+        if args.topics_with_overrides:
+            # Kafka: the topic line of topics with a non-default config, no partitions.
+            if configs.get(name):
+                print(_topic_line(name, desc, parts, configs[name]))
+            continue
         if not only_partitions:
-            rf = len(parts[0].replicas) if parts else 0
-            topic_id = _uuid_text(desc.topic_id)
-            line = f"Topic: {name}"
-            if topic_id and topic_id != "AAAAAAAAAAAAAAAAAAAAAA":  # Uuid.ZERO_UUID
-                line += f"\tTopicId: {topic_id}"
-            line += (f"\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
-                     f"\tConfigs: {configs.get(name, '')}")
-            print(line)
+            print(_topic_line(name, desc, parts, configs.get(name, "")))
         for p in parts:
             replicas = [r.id for r in p.replicas]
             isr = [r.id for r in p.isr]
@@ -191,11 +288,20 @@ def _alter(admin: Any, args: argparse.Namespace) -> None:
     if args.partitions is None:
         raise _fail("The --partitions option is required with --alter (only the partition "
                     "count can be altered)")
+    assignment = None
+    if args.replica_assignment:
+        assignment = parse_replica_assignment(args.replica_assignment)
+        _check_brokers(admin, assignment)
     names = _matching(admin, args.topic, args.exclude_internal)
     _ensure_found(names, args.topic, args.if_exists)
+    meta = check_reachable(admin) if assignment is not None else None
     for name in names:
-        fut = admin.create_partitions([NewPartitions(name, args.partitions)],
-                                      request_timeout=TIMEOUT_S)[name]
+        if assignment is None:
+            new = NewPartitions(name, args.partitions)
+        else:  # Kafka drops the entries of the partitions the topic already has
+            current = len(meta.topics[name].partitions)
+            new = NewPartitions(name, args.partitions, replica_assignment=assignment[current:])
+        fut = admin.create_partitions([new], request_timeout=TIMEOUT_S)[name]
         _result(fut)
 
 
@@ -223,10 +329,7 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError("Command must include exactly one action: --list, --describe, "
                         "--create, --alter or --delete")
     action = chosen[0]
-    if args.if_not_exists and action != "create":
-        raise ToolError(f'Option "[if-not-exists]" can\'t be used with option "[{action}]"')
-    if args.replication_factor is not None and action != "create":
-        raise ToolError(f'Option "[replication-factor]" can\'t be used with option "[{action}]"')
+    _check_options(args, action)
     admin = admin_client(args)
     {"create": _create, "list": _list, "describe": _describe, "alter": _alter,
      "delete": _delete}[action](admin, args)
@@ -252,6 +355,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the number of partitions for the topic being created or altered")
     p.add_argument("--replication-factor", type=int, metavar="replication factor",
                    help="the replication factor for each partition (1 on one node)")
+    p.add_argument("--replica-assignment", metavar="broker_id_for_part1_replica1 : "
+                   "broker_id_for_part1_replica2 , broker_id_for_part2_replica1 : "
+                   "broker_id_for_part2_replica2 , ...",
+                   help="a list of manual partition-to-broker assignments for the topic being "
+                        "created or altered (one node: its id for each partition)")
     p.add_argument("--config", action="append", metavar="name=value",
                    help="a topic configuration override for the topic being created "
                         "(repeatable)")
@@ -270,4 +378,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --describe: only partitions whose ISR is below min.insync")
     p.add_argument("--at-min-isr-partitions", action="store_true",
                    help="with --describe: only partitions whose ISR is at min.insync")
+    p.add_argument("--topics-with-overrides", action="store_true",
+                   help="with --describe: only show topics that have overridden configs")
     p.set_defaults(func=run)
