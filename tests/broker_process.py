@@ -86,6 +86,15 @@ class BrokerProcess:
             self.proc.wait(10)
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory (MiB), from /proc/<pid>/status."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
 def safe_name(name: str, keep: str = "._-", limit: int = 200) -> str:
     """A test's node name as a topic/group name (Kafka's legal characters)."""
     return "".join(c if c.isalnum() or c in keep else "_" for c in name)[:limit]

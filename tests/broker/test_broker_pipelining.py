@@ -10,7 +10,7 @@ import socket
 import time
 
 import pytest
-from broker_process import EVENT_LOOPS
+from broker_process import EVENT_LOOPS, rss_mib
 from kafka_wire import RawClient, latest_offset, produce_body
 from test_broker_protocol import batch, fetch_body
 
@@ -225,14 +225,6 @@ NOREAD_METADATA_CLIENTS = 4
 NOREAD_METADATA = 1500  # about 30 KB of requests, 36 MB of answers per connection
 
 
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.parametrize("event_loop", EVENT_LOOPS)
 def test_clients_that_never_read_cannot_make_the_broker_buffer_every_response(
         start_broker, topic, event_loop: str) -> None:
@@ -252,14 +244,14 @@ def test_clients_that_never_read_cannot_make_the_broker_buffer_every_response(
     flood = b"".join(encode_request(ApiKey.METADATA, 1, {"topics": None}, cid, framed=True)
                      for cid in range(NOREAD_METADATA))
     pid = b.proc.pid
-    baseline = _rss_mib(pid)
+    baseline = rss_mib(pid)
     stuck, peak = _flood_without_reading(b.bootstrap, flood, NOREAD_METADATA_CLIENTS,
-                                         lambda: _rss_mib(pid))
+                                         lambda: rss_mib(pid))
     try:
         with RawClient(b.bootstrap) as other:
             assert len(other.request(ApiKey.METADATA, 1, {"topics": None}).topics) == (
                 NOREAD_TOPICS)
-            peak = max(peak, _rss_mib(pid))
+            peak = max(peak, rss_mib(pid))
         # Were every answer of the read built: 4 x 36 MB; held: a few hundred KB.
         assert peak - baseline < 40, (baseline, peak)
         reader = stuck[0]

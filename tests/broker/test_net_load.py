@@ -16,20 +16,12 @@ import threading
 import time
 
 import pytest
-from broker_process import EVENT_LOOPS
+from broker_process import EVENT_LOOPS, rss_mib
 from kafka_wire import RawClient, produce_body
 from test_broker_protocol import batch, fetch_body
 
 from pylog.protocol import ApiKey, encode_request
 from pylog.records import BatchBuilder
-
-
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 def _open_fds(pid: int) -> int:
@@ -129,7 +121,7 @@ def test_requests_pipelined_behind_a_parked_fetch_are_not_all_read_into_memory(
         for cid in cids
     ]
     pid = b.proc.pid
-    baseline = _rss_mib(pid)
+    baseline = rss_mib(pid)
     with RawClient(b.bootstrap, timeout=60) as client, RawClient(b.bootstrap) as other:
         parked = client.send(ApiKey.FETCH, 11, fetch_body(empty, 0, max_wait_ms=60_000))
         client.correlation_id = HELD_FRAMES
@@ -149,10 +141,10 @@ def test_requests_pipelined_behind_a_parked_fetch_are_not_all_read_into_memory(
         peak, last, still = baseline, -1, 0
         while sender.is_alive() and still < 20:
             time.sleep(0.1)
-            peak = max(peak, _rss_mib(pid))
+            peak = max(peak, rss_mib(pid))
             still = still + 1 if sent[0] == last else 0
             last = sent[0]
-        peak = max(peak, _rss_mib(pid))
+        peak = max(peak, rss_mib(pid))
         # Read ahead whole: 128 MB.  Now: one frame past the 1 MiB budget.
         assert peak - baseline < 3 * HELD_FRAME_BYTES / (1 << 20), (baseline, peak)
         assert sender.is_alive() and sent[0] < HELD_FRAMES * HELD_FRAME_BYTES
@@ -242,7 +234,7 @@ def test_idle_connections_cost_little_memory_and_no_fds_once_gone(start_broker, 
     address = (host, int(port))
     with RawClient(b.bootstrap) as c:
         c.request(ApiKey.FETCH, 11, _big_fetch(topic))
-    fds, rss = _settled_fds(pid), _rss_mib(pid)
+    fds, rss = _settled_fds(pid), rss_mib(pid)
     idle = []
     try:
         for i in range(IDLE_CONNECTIONS):
@@ -251,7 +243,7 @@ def test_idle_connections_cost_little_memory_and_no_fds_once_gone(start_broker, 
                 s.sendall(b"\x00\x00")  # half a size prefix
             idle.append(s)
         _wait_for(lambda: _open_fds(pid) >= fds + IDLE_CONNECTIONS, 30, "the connections")
-        grown = _rss_mib(pid) - rss
+        grown = rss_mib(pid) - rss
         # Was ~66 MB (64 KiB each); now a few KiB each.
         assert grown < IDLE_CONNECTIONS * 24 / 1024, grown
         with RawClient(b.bootstrap) as other:
