@@ -266,6 +266,13 @@ class ProducerIds:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+            # The rename itself: a block end lost to a power cut would hand
+            # out this block's ids again after the restart.
+            fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         pid = self._next
         self._next += 1
         return pid

@@ -1,14 +1,25 @@
 """The node's topics: names, ids, partition counts and topic configs.
 
-On a single node the partition logs are the truth about which topics exist;
-what the logs cannot say (the topic id, the configs given at creation) is kept
-in ``<log.dir>/pylog-topics.json``, written atomically (tmp + fsync + rename),
+Which topics exist, with their ids, partition counts and configs, is kept in
+``<log.dir>/pylog-topics.json``, written atomically (tmp + fsync + rename),
 and the topic id also in each partition's ``partition.metadata`` as Kafka does.
+Partition logs found without an entry (a log dir from before the file) are
+topics too.
+
+CreateTopics and CreatePartitions are all or nothing across a crash, as
+Kafka's single metadata record batch: the file is saved with the new topic or
+partition count *before* the partition directories are made, and a restart
+creates the ones a crash left missing.  Made the other way round, a crash
+while a 1000-partition topic's directories were being created left the topic
+with the few partitions made so far and none of its configs (a compacted topic
+came back with ``cleanup.policy=delete``), and a retried CreateTopics was then
+told TOPIC_ALREADY_EXISTS.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -103,6 +114,11 @@ class TopicRegistry:
         counts: dict[str, int] = {}
         for topic, partition in self.logs.logs():
             counts[topic] = max(counts.get(topic, 0), partition + 1)
+        # Topics saved before their partition directories were made (see
+        # create): a crash may have left some or all of those missing.
+        for name, entry in saved.items():
+            if int(entry.get("partitions", 0)) > 0:
+                counts.setdefault(name, 0)
         changed = bool(finished)
         for name, count in counts.items():
             entry = saved.get(name, {})
@@ -114,7 +130,7 @@ class TopicRegistry:
             changed = changed or name not in saved
             for p in range(count):  # a partition dir lost in a crash: recreate it
                 if self.logs.get_log(name, p) is None:
-                    self.logs.get_or_create_log(name, p)
+                    self.logs.get_or_create_log(name, p, self.log_config(topic.configs))
                     self._write_partition_metadata(topic, p)
         if changed or len(saved) != len(self.topics):
             self._save()
@@ -151,6 +167,7 @@ class TopicRegistry:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
+        _fsync_dir(self.path.parent)  # the rename itself: an answered change is on disk
 
     # -- queries -------------------------------------------------------------
 
@@ -197,11 +214,24 @@ class TopicRegistry:
         configs = self.validate_configs(dict(configs or {}))
         config = self.check_create(name, partitions, configs)
         topic = Topic(name, uuid.uuid4(), partitions, configs)
-        for p in range(partitions) if only is None else only:
-            self.logs.get_or_create_log(name, p, config)
-            self._write_partition_metadata(topic, p)
-        self._add(topic)
-        self._save()
+        # Saved first (see the module notes): a crash from here on leaves the
+        # whole topic, with its configs, for the next start to complete.
+        with self._create_lock:  # ensure_partition sees the topic once its logs are made
+            self._add(topic)
+            try:
+                self._save()
+                for p in range(partitions) if only is None else only:
+                    self.logs.get_or_create_log(name, p, config)
+                    self._write_partition_metadata(topic, p)
+            except Exception:
+                # Not created (disk full, ...): nothing of it stays behind,
+                # as far as the disk lets us (the first error is the one raised).
+                self.topics.pop(name, None)
+                self.by_id.pop(topic.topic_id, None)
+                with contextlib.suppress(OSError):
+                    self.logs.delete_topic(name)
+                    self._save()
+                raise
         return topic
 
     def ensure_partition(self, name: str, partition: int) -> Log | None:
@@ -251,9 +281,21 @@ class TopicRegistry:
         """CreatePartitions: grow ``name`` to ``total`` partitions."""
         topic = self.topics[name]
         config = self.log_config(topic.configs)
-        for p in range(topic.partitions, total):
-            self.logs.get_or_create_log(name, p, config)
-            self._write_partition_metadata(topic, p)
-        topic.partitions = total
-        self._save()
+        first = topic.partitions
+        # Saved first, as in create: a crash leaves all the new partitions,
+        # which the next start makes, not the few made so far.
+        with self._create_lock:
+            topic.partitions = total
+            self._save()
+            for p in range(first, total):
+                self.logs.get_or_create_log(name, p, config)
+                self._write_partition_metadata(topic, p)
         return topic
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
