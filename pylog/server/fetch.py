@@ -26,6 +26,7 @@ from pylog.log import OffsetOutOfRangeError
 from pylog.log.errors import LogClosedError
 from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.list_offsets import NO_EPOCH, epoch_error
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -34,7 +35,6 @@ API_KEY = ApiKey.FETCH
 # v4: record batches and last_stable_offset; v13+ name topics by id only.
 VERSIONS = (4, 12)
 READ_COMMITTED = 1
-NO_EPOCH = -1  # current_leader_epoch: the client does not know it (and before v9)
 
 
 
@@ -98,9 +98,7 @@ def _read(broker: Broker, request: Request) -> Found:
             if leader_epoch != NO_EPOCH and leader_epoch != log.leader_epoch:
                 # Partition.localLogWithEpochOrThrow (KIP-320): an error read,
                 # which answers the fetch at once.
-                parts.append(_error(index, ErrorCode.FENCED_LEADER_EPOCH
-                                    if leader_epoch < log.leader_epoch
-                                    else ErrorCode.UNKNOWN_LEADER_EPOCH))
+                parts.append(_error(index, epoch_error(leader_epoch, log.leader_epoch)))
                 errors = complete = True
                 continue
             if request.version < 10 and log.config.compression_type == "zstd":

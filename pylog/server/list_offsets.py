@@ -20,9 +20,10 @@ def _refused(index: int, code: int) -> dict[str, Any]:
             "old_style_offsets": [], "timestamp": -1, "offset": -1}
 
 
-def _epoch_error(current: int, leader: int) -> int:
-    """Kafka's Partition.checkCurrentLeaderEpoch: a client behind the leader's
-    epoch is fenced; one ahead of it knows of a leader this node is not yet."""
+def epoch_error(current: int, leader: int) -> int:
+    """Kafka's Partition.checkCurrentLeaderEpoch (ListOffsets, Fetch,
+    OffsetForLeaderEpoch): a client behind the leader's epoch is fenced; one
+    ahead of it knows of a leader this node is not yet."""
     if current == NO_EPOCH or current == leader:
         return 0
     return ErrorCode.FENCED_LEADER_EPOCH if current < leader else ErrorCode.UNKNOWN_LEADER_EPOCH
@@ -33,9 +34,9 @@ def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, An
     log = broker.logs.get_log(topic, index)
     if log is None:
         return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    epoch_error = _epoch_error(p.current_leader_epoch, log.leader_epoch)
-    if epoch_error:
-        return _refused(index, epoch_error)
+    error = epoch_error(p.current_leader_epoch, log.leader_epoch)
+    if error:
+        return _refused(index, error)
     ts = p.timestamp
     if ts == LATEST_TIMESTAMP:  # the high watermark for consumers; = LEO on one node
         found_ts, offset = -1, log.high_watermark

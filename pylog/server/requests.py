@@ -55,6 +55,7 @@ from pylog.server import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     push_telemetry,
     sync_group,
@@ -66,7 +67,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets, create_topics,
+HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
+                   offset_for_leader_epoch, create_topics,
                    delete_topics, init_producer_id, find_coordinator, describe_cluster,
                    describe_configs, create_partitions, alter_configs,
                    incremental_alter_configs, describe_log_dirs, delete_records,

@@ -1,7 +1,8 @@
 """Admin and metadata requests answered as Kafka 3.6 answers them: DeleteRecords
 on compacted and internal topics, Metadata for missing topics, the "authorized
 operations" fields, DeleteTopics' refusals, CreateTopics' partition cap,
-ListOffsets' leader epoch check and ApiVersions' client software check."""
+ListOffsets' leader epoch check, OffsetForLeaderEpoch and ApiVersions' client
+software check."""
 
 from __future__ import annotations
 
@@ -246,6 +247,43 @@ def test_list_offsets_checks_current_leader_epoch(broker, topic) -> None:
             assert list_offsets(version, epoch + 1) == (ErrorCode.UNKNOWN_LEADER_EPOCH, -1)
             assert list_offsets(version, behind) == (ErrorCode.FENCED_LEADER_EPOCH, -1)
         assert latest_offset(c, topic) == 4  # v1 has no epoch to check
+
+
+def test_offset_for_leader_epoch_answers_from_the_one_epoch(broker, topic) -> None:
+    """OffsetForLeaderEpoch (KIP-101/320), every version: the node's leader
+    epoch ends at the log end offset; -1 and epochs above it are unknown
+    (-1, -1); an older epoch ends where the known one starts (the log start,
+    after DeleteRecords too); current_leader_epoch fences as in ListOffsets;
+    an unknown partition is UNKNOWN_TOPIC_OR_PARTITION."""
+    with RawClient(broker.bootstrap) as c:
+        create_topics(c, (topic, 1))
+        produce(c, topic, 6)
+        epoch = metadata(c, topic).topics[0].partitions[0].leader_epoch
+
+        def ask(version: int, requested: int, current: int = -1, partition: int = 0):
+            r = c.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, version, {
+                "replica_id": -1, "topics": [{"topic": topic, "partitions": [
+                    {"partition": partition, "current_leader_epoch": current,
+                     "leader_epoch": requested}]}]})
+            assert [t.topic for t in r.topics] == [topic]
+            p = r.topics[0].partitions[0]
+            assert p.partition == partition
+            return (p.error_code, p.leader_epoch, p.end_offset) if version >= 1 else (
+                p.error_code, p.end_offset)
+
+        assert delete_records(c, topic, {0: 2}) == [(0, 2)]
+        for version in range(5):
+            full = version >= 1
+            assert ask(version, epoch) == ((0, epoch, 6) if full else (0, 6))
+            for unknown in (-1, epoch + 1):
+                assert ask(version, unknown) == ((0, -1, -1) if full else (0, -1))
+            assert ask(version, -7) == ((0, -7, 2) if full else (0, 2))
+            assert ask(version, epoch, partition=3)[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if version >= 2:
+                assert ask(version, epoch, current=epoch)[0] == 0
+                assert ask(version, epoch, current=epoch + 1)[0] == (
+                    ErrorCode.UNKNOWN_LEADER_EPOCH)
+                assert ask(version, epoch, current=-2)[0] == ErrorCode.FENCED_LEADER_EPOCH
 
 
 def test_api_versions_checks_client_software(broker) -> None:

@@ -1,0 +1,61 @@
+"""OffsetForLeaderEpoch: where a leader epoch ends in this partition's log (KIP-101, KIP-320).
+
+A consumer that resumes from an offset it read under some leader epoch asks
+where that epoch ends, to find out whether the log was truncated below its
+position since (an unclean leader change); replicas ask the same before
+fetching.  One node leads every partition for good, at ``log.leader_epoch``,
+so its leader epoch cache is one entry, that epoch starting at the log start
+offset, and the answers are Kafka's ``LeaderEpochFileCache.endOffsetFor``
+over it:
+
+* the current epoch ends at the log end offset (it is still written to);
+* an epoch below every known one (but -1) ends where the first known starts;
+* -1 (undefined) or an epoch above the current one: epoch -1, offset -1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.list_offsets import epoch_error
+
+if TYPE_CHECKING:
+    from pylog.log import Log
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
+VERSIONS = (0, 4)
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+def end_offset_for(log: Log, requested: int) -> tuple[int, int]:
+    """(epoch, end offset) of the ``requested`` leader epoch in ``log``."""
+    current = log.leader_epoch
+    if requested == current:
+        return current, log.log_end_offset
+    if requested == UNDEFINED_EPOCH or requested > current:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    return requested, log.log_start_offset  # older than the one epoch known
+
+
+def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
+    out = {"partition": p.partition, "error_code": 0,
+           "leader_epoch": UNDEFINED_EPOCH, "end_offset": UNDEFINED_OFFSET}
+    log = broker.logs.get_log(topic, p.partition)
+    if log is None:
+        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return out
+    error = epoch_error(p.current_leader_epoch, log.leader_epoch)  # -1 before v2
+    if error:
+        out["error_code"] = error
+        return out
+    out["leader_epoch"], out["end_offset"] = end_offset_for(log, p.leader_epoch)
+    return out
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "topics": [
+        {"topic": t.topic, "partitions": [_partition(broker, t.topic, p) for p in t.partitions]}
+        for t in body.topics]}
