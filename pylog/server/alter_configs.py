@@ -1,16 +1,20 @@
-"""AlterConfigs (legacy): replace a topic's whole set of explicit configs.
+"""AlterConfigs (legacy): replace a resource's whole set of explicit configs.
 
 Kafka's legacy API is not incremental: the configs in the request become the
-topic's overrides and every other override is removed.  The set is validated
-whole first (INVALID_CONFIG naming the key), so a refused request changes
-nothing.  Broker configs are static on a pylog node (server.properties).
+topic's overrides (or the broker resource's dynamic configs, see
+pylog.server.dynamic_configs) and every other one is removed.  The set is
+validated whole first (INVALID_CONFIG naming the key), so a refused request
+changes nothing.  As Kafka's ConfigAdminManager, a resource named twice in
+one request is refused, and so is a null value.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server import dynamic_configs
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
@@ -27,14 +31,17 @@ def result(r: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
 
 
 def refuse_other(broker: Broker, r: Any) -> dict[str, Any] | None:
-    """The answer for a resource that is not a topic (None for topics)."""
-    if r.resource_type == TOPIC:
+    """The answer for a resource that is neither a topic nor a broker (None
+    for those)."""
+    if r.resource_type in (TOPIC, BROKER):
         return None
-    if r.resource_type == BROKER:
-        return result(r, ErrorCode.INVALID_REQUEST,
-                      "pylog broker configs are static (server.properties); "
-                      "restart the broker to change them")
-    return result(r, ErrorCode.INVALID_REQUEST, f"unsupported resource type {r.resource_type}")
+    return result(r, ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+
+
+def repeated(resources: list[Any]) -> set[tuple[int, str]]:
+    """(type, name) of the resources that appear more than once."""
+    seen = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {key for key, n in seen.items() if n > 1}
 
 
 def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
@@ -42,17 +49,26 @@ def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
     if refused is not None:
         return refused
     try:
+        if r.resource_type == BROKER:
+            dynamic_configs.check_request((c.name for c in r.configs),
+                                          (c.name for c in r.configs if c.value is None))
+            dynamic_configs.replace(broker, r.resource_name,
+                                    {c.name: c.value for c in r.configs}, validate_only)
+            return result(r)
         if broker.topics.get(r.resource_name) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic {r.resource_name} does not exist")
         configs = broker.topics.validate_configs({c.name: c.value for c in r.configs})
         if not validate_only:
             broker.topics.set_configs(r.resource_name, configs)
-    except TopicError as exc:
+    except (TopicError, dynamic_configs.DynamicConfigError) as exc:
         return result(r, exc.code, str(exc))
     return result(r)
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0,
-            "responses": [_alter(broker, r, body.validate_only) for r in body.resources]}
+    twice = repeated(body.resources)
+    return {"throttle_time_ms": 0, "responses": [
+        result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+        if (r.resource_type, r.resource_name) in twice else
+        _alter(broker, r, body.validate_only) for r in body.resources]}

@@ -19,7 +19,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.io.backend import get_backend
 from pylog.log import LogManager
 from pylog.net.listener import Listener
-from pylog.server import producer_state
+from pylog.server import dynamic_configs, producer_state
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import PartitionProducers, ProducerIds
@@ -38,6 +38,9 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.log_dir = config.log_dir
+        # The dynamic broker configs saved by AlterConfigs: the logs open with
+        # the topic defaults they give (pylog.server.dynamic_configs).
+        dynamic_configs.load(config)
         default = config.log_config
         saved = load_topic_configs(self.log_dir)
         topic_configs = {name: log_config(props, default)

@@ -6,6 +6,12 @@ pylog does not know, or a bad value, raises :class:`ConfigError` naming the key,
 so a typo stops the broker instead of being silently ignored.  Settings that
 Kafka has but that mean nothing to a single pylog node (thread counts, ZooKeeper,
 KRaft quorum) are accepted and ignored, so a stock Kafka file loads.
+
+Dynamic broker configs (Kafka's KIP-226, see pylog.server.dynamic_configs) are
+two more layers over server.properties: the cluster-wide default and this
+node's own values.  ``originals`` stays the static layer; the parsed values,
+``log_config`` and ``describe()`` are of all layers merged, per-broker over
+cluster default over static, as Kafka builds its KafkaConfig from them.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ from pylog.log.config import (
     ManagerConfig,
     bool_value,
     int_value,
+)
+from pylog.server.topic_configs import (
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG,
 )
 
 INT_MAX = 2**31 - 1
@@ -185,6 +196,10 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.index.size.max.bytes": (_int(4, INT_MAX), "10485760"),
     "log.segment.delete.delay.ms": (_NONNEG, "60000"),
     "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
+    # KIP-937 (3.6): how far from the broker's clock a CreateTime timestamp may be.
+    "log.message.timestamp.difference.max.ms": (_NONNEG, str(LONG_MAX)),
+    "log.message.timestamp.before.max.ms": (_NONNEG, str(LONG_MAX)),
+    "log.message.timestamp.after.max.ms": (_NONNEG, str(LONG_MAX)),
     "compression.type": (_choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
                          "producer"),
     "log.cleanup.policy": (_str, "delete"),
@@ -235,14 +250,22 @@ def read_properties(text: str, source: str = "properties") -> dict[str, str]:
 class BrokerConfig:
     """Checked broker settings; ``cfg["log.segment.bytes"]`` gives the parsed value."""
 
-    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+    def __init__(self, props: Mapping[str, str] | None = None, *,
+                 dynamic_default: Mapping[str, str] | None = None,
+                 dynamic_broker: Mapping[str, str] | None = None) -> None:
         self.originals = dict(props or {})
+        # Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and DYNAMIC_BROKER_CONFIG layers
+        # (checked by pylog.server.dynamic_configs; names pylog does not know
+        # are kept there, as Kafka keeps custom configs, and have no effect).
+        self.dynamic_default = dict(dynamic_default or {})
+        self.dynamic_broker = dict(dynamic_broker or {})
         unknown = sorted(k for k in self.originals if k not in KEYS and k not in IGNORED)
         if unknown:
             raise ConfigError(f"unknown configuration {unknown[0]!r}")
+        merged = self.merged()
         self._values: dict[str, Any] = {}
         for key, (parse, default) in KEYS.items():
-            raw = self.originals.get(key, default)
+            raw = merged.get(key, default)
             try:
                 self._values[key] = None if raw is None else parse(key, raw)
             except ValueError as exc:  # the parsers name the key
@@ -285,10 +308,47 @@ class BrokerConfig:
 
     def _log_props(self) -> dict[str, str]:
         # Only what was set explicitly: LogConfig applies Kafka's precedence
-        # (ms over minutes over hours) among the names that are present.
-        names = [k for k in self.originals if k.startswith("log.") or k in
+        # (ms over minutes over hours) among the names that are present, in
+        # whichever layer each was set (as KafkaConfig over the merged props).
+        merged = self.merged()
+        names = [k for k in merged if k.startswith("log.") or k in
                  ("message.max.bytes", "min.insync.replicas", "compression.type")]
-        return {k: self.originals[k] for k in names if k in KEYS}
+        return {k: merged[k] for k in names if k in KEYS}
+
+    # -- dynamic layers ------------------------------------------------------
+
+    def merged(self) -> dict[str, str]:
+        """Every explicitly set key known to pylog: per-broker dynamic over
+        cluster-wide dynamic over server.properties."""
+        out = dict(self.originals)
+        for layer in (self.dynamic_default, self.dynamic_broker):
+            out.update((k, v) for k, v in layer.items() if k in KEYS)
+        return out
+
+    def layers(self) -> tuple[tuple[int, Mapping[str, str]], ...]:
+        """(ConfigSource, values) from the highest precedence down, as Kafka's
+        ConfigHelper lists synonyms; DEFAULT_CONFIG comes after these.  Only
+        keys pylog knows (custom dynamic keys have no effect)."""
+        def known(values: Mapping[str, str]) -> dict[str, str]:
+            return {k: v for k, v in values.items() if k in KEYS}
+        return ((DYNAMIC_BROKER_CONFIG, known(self.dynamic_broker)),
+                (DYNAMIC_DEFAULT_BROKER_CONFIG, known(self.dynamic_default)),
+                (STATIC_BROKER_CONFIG, self.originals))
+
+    def with_dynamic(self, dynamic_default: Mapping[str, str],
+                     dynamic_broker: Mapping[str, str]) -> BrokerConfig:
+        """This static config under other dynamic layers; ConfigError naming
+        the key when a value, or the combination, is refused."""
+        return BrokerConfig(self.originals, dynamic_default=dynamic_default,
+                            dynamic_broker=dynamic_broker)
+
+    def adopt(self, other: BrokerConfig) -> None:
+        """Take ``other``'s dynamic layers and the values they give (the
+        running broker's config object is shared by every handler)."""
+        self.dynamic_default = dict(other.dynamic_default)
+        self.dynamic_broker = dict(other.dynamic_broker)
+        self._values = dict(other._values)
+        self.log_config = other.log_config
 
     # -- derived settings ----------------------------------------------------
 
@@ -317,10 +377,8 @@ class BrokerConfig:
 
     def describe(self) -> dict[str, str | None]:
         """Every known key with its effective value as a string (DescribeConfigs)."""
-        out: dict[str, str | None] = {}
-        for key, (_, default) in KEYS.items():
-            out[key] = self.originals.get(key, default)
-        return out
+        merged = self.merged()
+        return {key: merged.get(key, default) for key, (_, default) in KEYS.items()}
 
     def is_default(self, key: str) -> bool:
-        return key not in self.originals
+        return key not in self.merged()

@@ -1,21 +1,35 @@
-"""DescribeConfigs: topic configs (explicit, server.properties, or Kafka's default) and
-broker configs, each with its source and, when asked (v1+), its synonyms."""
+"""DescribeConfigs: topic configs (explicit, dynamic broker default,
+server.properties, or Kafka's default) and broker configs, each with its source
+and, when asked (v1+), its synonyms.
+
+Broker resources as Kafka's ConfigHelper: this node's id gives every config
+with the value it runs with, its synonyms from the highest precedence down
+(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG,
+DEFAULT_CONFIG; within each, the key's synonyms log.retention.ms, .minutes,
+.hours in that order, then cut to start at the key itself) and read_only
+false only for the keys that may change dynamically; ``""`` gives the
+cluster-wide dynamic defaults only, with only those synonyms.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server import topic_configs
+from pylog.server import dynamic_configs, topic_configs
+from pylog.server.config import KEYS
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
+    from pylog.server.config import BrokerConfig
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (0, 4)
 TOPIC, BROKER = 2, 4
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = (topic_configs.STATIC_BROKER_CONFIG,
-                                        topic_configs.DEFAULT_CONFIG)
+DYNAMIC_BROKER_CONFIG = topic_configs.DYNAMIC_BROKER_CONFIG
+DYNAMIC_DEFAULT_BROKER_CONFIG = topic_configs.DYNAMIC_DEFAULT_BROKER_CONFIG
+STATIC_BROKER_CONFIG = topic_configs.STATIC_BROKER_CONFIG
+DEFAULT_CONFIG = topic_configs.DEFAULT_CONFIG
 BOOLEAN, STRING, INT, LONG, LIST = (topic_configs.BOOLEAN, topic_configs.STRING,
                                     topic_configs.INT, topic_configs.LONG, topic_configs.LIST)
 
@@ -44,24 +58,74 @@ _BROKER_TYPES: dict[str, int] = {
                      "log.retention.check.interval.ms", "log.flush.interval.messages",
                      "log.flush.interval.ms", "log.flush.scheduler.interval.ms",
                      "log.cache.drop.idle.ms", "log.segment.delete.delay.ms",
-                     "offsets.retention.check.interval.ms"), LONG),
+                     "offsets.retention.check.interval.ms",
+                     "log.message.timestamp.difference.max.ms",
+                     "log.message.timestamp.before.max.ms",
+                     "log.message.timestamp.after.max.ms"), LONG),
     "log.cleanup.policy": LIST,
 }
 
 
-def _entries(values: dict[str, str | None], explicit: set[str], source: int,
-             keys: Any, synonyms: bool) -> list[dict[str, Any]]:
-    wanted = set(keys) if keys is not None else None
-    out = []
-    for k, v in sorted(values.items()):
-        if wanted is not None and k not in wanted:
-            continue
-        src = source if k in explicit else DEFAULT_CONFIG
-        out.append({"name": k, "value": v, "read_only": True, "is_default": k not in explicit,
-                    "config_source": src, "is_sensitive": False,
-                    "synonyms": [{"name": k, "value": v, "source": src}] if synonyms else [],
-                    "config_type": _BROKER_TYPES.get(k, 0), "documentation": None})
+# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the keys that give one
+# value, the most specific first.
+_SYNONYM_GROUPS = (("log.roll.ms", "log.roll.hours"),
+                   ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                   ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+                   ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
+_SYNONYMS = {key: group for group in _SYNONYM_GROUPS for key in group}
+_DEFAULTS = {k: d for k, (_, d) in KEYS.items() if d is not None}
+
+
+def _synonyms(config: BrokerConfig, name: str) -> list[dict[str, Any]]:
+    """Kafka's ConfigHelper.configSynonyms of broker key ``name``."""
+    names = _SYNONYMS.get(name, (name,))
+    layers = ((DYNAMIC_BROKER_CONFIG, config.dynamic_broker),  # custom keys too
+              (DYNAMIC_DEFAULT_BROKER_CONFIG, config.dynamic_default),
+              (STATIC_BROKER_CONFIG, config.originals), (DEFAULT_CONFIG, _DEFAULTS))
+    out = [{"name": n, "value": values[n] if n in KEYS else None, "source": source}
+           for source, values in layers for n in names if n in values]
+    while out and out[0]["name"] != name:  # dropWhile(_.name != name)
+        out.pop(0)
     return out
+
+
+def _entry(config: BrokerConfig, name: str, value: str | None, per_broker: bool,
+           synonyms: bool) -> dict[str, Any]:
+    chain = _synonyms(config, name)
+    if not per_broker:
+        chain = [s for s in chain if s["source"] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+    known = name in KEYS  # Kafka: a key of no known type may be a secret
+    source = chain[0]["source"] if chain else DEFAULT_CONFIG
+    return {"name": name, "value": value if known else None,
+            "read_only": name not in dynamic_configs.DYNAMIC_KEYS,
+            "is_default": source == DEFAULT_CONFIG, "config_source": source,
+            "is_sensitive": not known, "synonyms": chain if synonyms else [],
+            "config_type": _BROKER_TYPES.get(name, 0), "documentation": None}
+
+
+def _broker_entries(config: BrokerConfig, per_broker: bool, keys: Any,
+                    synonyms: bool) -> list[dict[str, Any]]:
+    if per_broker:
+        # Custom (unknown) dynamic keys are part of the broker's config too.
+        values = {**config.dynamic_default, **config.dynamic_broker, **config.describe()}
+    else:
+        values = dict(config.dynamic_default)
+    wanted = set(keys) if keys is not None else None
+    return [_entry(config, k, v, per_broker, synonyms) for k, v in sorted(values.items())
+            if wanted is None or k in wanted]
+
+
+def _broker_id(name: str, node_id: int) -> str | None:
+    """None for this broker or the default, else Kafka's error message."""
+    if not name:
+        return None
+    try:
+        given = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if given != node_id:
+        return f"Unexpected broker id, expected {node_id} or empty string, but received {name}"
+    return None
 
 
 def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]:
@@ -78,16 +142,16 @@ def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]
             synonyms=version >= 1 and body.include_synonyms,
             documentation=version >= 3 and body.include_documentation)
     elif r.resource_type == BROKER:
-        if r.resource_name not in ("", str(broker.node_id)):
-            out.update(error_code=ErrorCode.INVALID_REQUEST,
-                       error_message=f"unknown broker {r.resource_name}")
+        refused = _broker_id(r.resource_name, broker.node_id)
+        if refused is not None:
+            out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=refused)
             return out
-        values = broker.config.describe()
-        out["configs"] = _entries(values, set(broker.config.originals), STATIC_BROKER_CONFIG,
-                                  r.configuration_keys, version >= 1 and body.include_synonyms)
+        out["configs"] = _broker_entries(broker.config, r.resource_name != "",
+                                         r.configuration_keys,
+                                         version >= 1 and body.include_synonyms)
     else:
         out.update(error_code=ErrorCode.INVALID_REQUEST,
-                   error_message=f"unsupported resource type {r.resource_type}")
+                   error_message=f"Unsupported resource type: {r.resource_type}")
     return out
 
 

@@ -1,9 +1,12 @@
-"""IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT single topic configs.
+"""IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT single topic or
+broker configs.
 
 The operations of one resource are applied to a copy of the topic's
-overrides, the result is validated whole, and only then stored: a refused
-request leaves the topic as it was.  APPEND/SUBTRACT apply to list configs
-(cleanup.policy, the throttled replica lists), as in Kafka.
+overrides (or of the broker resource's dynamic configs, see
+pylog.server.dynamic_configs), the result is validated whole, and only then
+stored: a refused request leaves the resource as it was.  APPEND/SUBTRACT
+apply to list configs (cleanup.policy, the throttled replica lists,
+log.cleanup.policy), as in Kafka.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server import topic_configs
-from pylog.server.alter_configs import refuse_other, result
+from pylog.server import dynamic_configs, topic_configs
+from pylog.server.alter_configs import BROKER, refuse_other, repeated, result
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
@@ -43,20 +46,62 @@ def _apply(current: dict[str, str], op: Any) -> None:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed "
                              f"for config key: {name}")
         items = [s for s in current.get(name, found.default).split(",") if s]
-        given = [s.strip() for s in (value or "").split(",") if s.strip()]
-        if kind == APPEND:
-            items += [s for s in given if s not in items]
-        else:
-            items = [s for s in items if s not in given]
-        current[name] = ",".join(items)
+        current[name] = _list_op(items, value, kind)
     else:
         raise TopicError(ErrorCode.INVALID_REQUEST, f"unknown config operation {kind}")
+
+
+def _list_op(items: list[str], value: str | None, kind: int) -> str:
+    given = [s.strip() for s in (value or "").split(",") if s.strip()]
+    if kind == APPEND:
+        items = items + [s for s in given if s not in items]
+    else:
+        items = [s for s in items if s not in given]
+    return ",".join(items)
+
+
+def _apply_broker(current: dict[str, str], op: Any) -> None:
+    """As Kafka's ConfigAdminManager.prepareIncrementalConfigs on the
+    resource's dynamic configs (APPEND/SUBTRACT start from the key's default)."""
+    name, value, kind = op.name, op.value, op.config_operation
+    if kind == SET:
+        current[name] = value
+    elif kind == DELETE:
+        current.pop(name, None)
+    elif kind in (APPEND, SUBTRACT):
+        if name not in dynamic_configs.LIST_KEYS:
+            verb = "append" if kind == APPEND else "subtract"
+            raise dynamic_configs.DynamicConfigError(
+                ErrorCode.INVALID_CONFIG,
+                f"Config value {verb} is not allowed for config key: {name}")
+        old = current.get(name, dynamic_configs.LIST_KEYS[name])
+        current[name] = _list_op([s for s in old.split(",") if s], value, kind)
+    else:
+        raise dynamic_configs.DynamicConfigError(ErrorCode.INVALID_REQUEST,
+                                                 f"Unknown operations type {kind}")
+
+
+def _alter_broker(broker: Broker, r: Any, validate_only: bool) -> None:
+    dynamic_configs.check_request(
+        (op.name for op in r.configs),
+        (op.name for op in r.configs if op.config_operation != DELETE and op.value is None))
+    per_broker = dynamic_configs.check_name(r.resource_name, broker.node_id)
+    updated = dynamic_configs.current(broker.config, per_broker)
+    for op in r.configs:
+        _apply_broker(updated, op)
+    dynamic_configs.replace(broker, r.resource_name, updated, validate_only)
 
 
 def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
     refused = refuse_other(broker, r)
     if refused is not None:
         return refused
+    if r.resource_type == BROKER:
+        try:
+            _alter_broker(broker, r, validate_only)
+        except dynamic_configs.DynamicConfigError as exc:
+            return result(r, exc.code, str(exc))
+        return result(r)
     try:
         topic = broker.topics.get(r.resource_name)
         if topic is None:
@@ -78,5 +123,8 @@ def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0,
-            "responses": [_alter(broker, r, body.validate_only) for r in body.resources]}
+    twice = repeated(body.resources)
+    return {"throttle_time_ms": 0, "responses": [
+        result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+        if (r.resource_type, r.resource_name) in twice else
+        _alter(broker, r, body.validate_only) for r in body.resources]}

@@ -10,8 +10,10 @@ lag, ...) are stored and shown, as they would be by a Kafka broker with that
 feature idle.
 
 A value's source follows Kafka: DYNAMIC_TOPIC_CONFIG when set on the topic,
-STATIC_BROKER_CONFIG when the broker's synonym (``log.retention.ms`` for
-``retention.ms``) is set in server.properties, else DEFAULT_CONFIG.
+then the broker's synonym (``log.retention.ms`` for ``retention.ms``) as a
+dynamic per-broker config, a dynamic cluster-wide default, or in
+server.properties (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG), else DEFAULT_CONFIG.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ INT_MAX = 2**31 - 1
 
 # DescribeConfigs ConfigSource values
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 # DescribeConfigs v3+ config_type values
@@ -298,25 +302,28 @@ def _effective(d: TopicConfigDef, explicit: Mapping[str, str], broker: BrokerCon
     """The value the topic runs with, in the topic config's own unit."""
     if d.name in explicit:
         return explicit[d.name]
+    merged = broker.merged()  # ms over minutes over hours whatever their layers
     for key, factor in _broker_synonyms(d):
-        if key in broker.originals:
-            return _in_topic_unit(broker.originals[key], factor)
+        if key in merged:
+            return _in_topic_unit(merged[key], factor)
     return d.default
 
 
 def _synonym_chain(d: TopicConfigDef, explicit: Mapping[str, str],
                    broker: BrokerConfig) -> list[dict[str, object]]:
     """Kafka's synonym list (ConfigHelper.configSynonyms), highest precedence
-    first: the topic's override, the broker keys set in server.properties,
-    then the broker keys' defaults; each under its own name and in its own
-    unit (log.retention.hours=1, not 3600000)."""
+    first: the topic's override, the broker keys set dynamically for this
+    broker, as cluster-wide defaults, in server.properties, then the broker
+    keys' defaults; each under its own name and in its own unit
+    (log.retention.hours=1, not 3600000)."""
     chain: list[dict[str, object]] = []
     if d.name in explicit:
         chain.append({"name": d.name, "value": explicit[d.name],
                       "source": DYNAMIC_TOPIC_CONFIG})
     keys = [key for key, _ in _broker_synonyms(d)]
-    chain += [{"name": key, "value": broker.originals[key], "source": STATIC_BROKER_CONFIG}
-              for key in keys if key in broker.originals]
+    for source, values in broker.layers():
+        chain += [{"name": key, "value": values[key], "source": source}
+                  for key in keys if key in values]
     for key in keys:
         default = _broker_default(d, key)
         if default is not None:

@@ -1,0 +1,198 @@
+"""Dynamic broker configs (Kafka's KIP-226): AlterConfigs and
+IncrementalAlterConfigs on the BROKER resource.
+
+Two layers sit over server.properties, as in Kafka: the cluster-wide default
+(resource name ``""``, DYNAMIC_DEFAULT_BROKER_CONFIG) and this node's own
+values (resource name = its node id, DYNAMIC_BROKER_CONFIG).  Precedence is
+per-broker, cluster default, static, Kafka default.
+
+Which keys may change: those Kafka 3.6 lists as dynamically updatable
+(docs 3.1.1, "Updating Default Topic Configuration") that pylog has, i.e.
+the defaults of the topic configs.  They apply at once: every topic without
+its own override follows the new default, through the same path a topic
+config change takes (``LogManager.update_topic_config``).  A key pylog knows
+but cannot change while running (listeners, connection quotas, thread
+counts, ...) is refused as Kafka refuses a read-only key:
+INVALID_REQUEST ``Cannot update these configs dynamically: Set(...)``.  A
+name pylog does not know is kept, as Kafka keeps custom configs, and has no
+effect.
+
+The layers are saved in ``<log.dir>/pylog-dynamic-configs.json`` (next to
+``pylog-topics.json`` and ``meta.properties``), written atomically (tmp +
+fsync + rename) before the change is acknowledged, so it survives a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from pylog.protocol import ErrorCode
+from pylog.server import topic_configs
+from pylog.server.config import IGNORED, KEYS, BrokerConfig, ConfigError
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+FILE = "pylog-dynamic-configs.json"
+
+#: Kafka's dynamically updatable keys (cluster-wide, so also per-broker) that
+#: pylog applies while running: the broker defaults of the topic configs.
+DYNAMIC_KEYS = frozenset({
+    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
+    "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
+    "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms",
+    "log.retention.minutes", "log.retention.hours", "log.index.interval.bytes",
+    "log.cleanup.policy", "log.segment.delete.delay.ms", "min.insync.replicas",
+    "message.max.bytes", "compression.type", "log.preallocate",
+    "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+})
+assert DYNAMIC_KEYS <= KEYS.keys()
+
+#: Broker keys whose Kafka ConfigDef type is LIST (APPEND/SUBTRACT apply).
+LIST_KEYS = {"log.cleanup.policy": "delete"}
+
+# The Kafka-worded value checks of the topic configs, by their broker synonym.
+_TOPIC_CHECKS = {d.broker_key: d.check for d in topic_configs.TOPIC_CONFIGS.values()
+                 if d.broker_key in DYNAMIC_KEYS}
+
+
+class DynamicConfigError(Exception):
+    """A broker config change refused with a Kafka error code."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- persistence ------------------------------------------------------------------
+
+
+def load(config: BrokerConfig) -> None:
+    """Put the saved dynamic layers into ``config`` (at start, before the logs
+    open).  Values that no longer pass (a hand-edited file) are left out with
+    an error in the log, as Kafka skips invalid dynamic configs at start."""
+    path = config.log_dir / FILE
+    if not path.exists():
+        return
+    saved = json.loads(path.read_text())
+    default = dict(saved.get("cluster_default", {}))
+    mine = dict(saved.get("brokers", {}).get(str(config.node_id), {}))
+    try:
+        config.adopt(config.with_dynamic(default, mine))
+    except ConfigError as exc:
+        log.error("ignoring the dynamic broker configs in %s: %s", path, exc)
+
+
+def _save(config: BrokerConfig, default: Mapping[str, str], mine: Mapping[str, str]) -> None:
+    path = config.log_dir / FILE
+    brokers = {}
+    if path.exists():
+        brokers = dict(json.loads(path.read_text()).get("brokers", {}))
+    brokers[str(config.node_id)] = dict(mine)
+    tmp = path.with_name(FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"version": 1, "cluster_default": dict(default), "brokers": brokers}, f,
+                  indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself
+    finally:
+        os.close(dir_fd)
+
+
+# -- checks ---------------------------------------------------------------------
+
+
+def check_name(name: str, node_id: int) -> bool:
+    """Whether ``name`` is this broker (True) or the cluster default (False);
+    Kafka's ConfigAdminManager messages otherwise."""
+    if not name:
+        return False
+    try:
+        given = int(name)
+    except ValueError:
+        raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
+                                 f"Node id must be an integer, but it is: {name}") from None
+    if given != node_id:
+        raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
+                                 f"Unexpected broker id, expected {node_id}, but received {name}")
+    return True
+
+
+def check_request(names: Iterable[str], null_names: Iterable[str]) -> None:
+    """Kafka's preprocessing of one resource: no key twice, no null value."""
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise DynamicConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = list(null_names)
+    if nulls:
+        raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
+                                 "Null value not supported for : " + ", ".join(nulls))
+
+
+def _scala_set(names: list[str]) -> str:
+    # Scala's Set.toString, as in Kafka's message (HashSet past four items).
+    return f"{'Set' if len(names) <= 4 else 'HashSet'}({', '.join(names)})"
+
+
+def current(config: BrokerConfig, per_broker: bool) -> dict[str, str]:
+    return dict(config.dynamic_broker if per_broker else config.dynamic_default)
+
+
+def validate(config: BrokerConfig, name: str, per_broker: bool,
+             props: Mapping[str, str]) -> BrokerConfig:
+    """The broker config with ``props`` as the whole dynamic set of the
+    resource; refused as Kafka's DynamicBrokerConfig.validate refuses."""
+    fixed = [k for k in props if k not in DYNAMIC_KEYS and (k in KEYS or k in IGNORED)]
+    if fixed:
+        raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
+                                 f"Cannot update these configs dynamically: {_scala_set(fixed)}")
+    prefix = f"Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): "
+    clean = {}
+    try:
+        for key, raw in props.items():
+            check = _TOPIC_CHECKS.get(key)
+            clean[key] = check(key, raw) if check is not None else raw.strip()
+        default = config.dynamic_default if per_broker else clean
+        mine = clean if per_broker else config.dynamic_broker
+        return config.with_dynamic(default, mine)
+    except ValueError as exc:  # ConfigError and ConfigValueError name the key
+        raise DynamicConfigError(ErrorCode.INVALID_CONFIG, prefix + str(exc)) from None
+
+
+# -- the change itself ----------------------------------------------------------------
+
+
+def replace(broker: Broker, name: str, props: Mapping[str, str], validate_only: bool) -> None:
+    """Make ``props`` the whole dynamic set of BROKER resource ``name``:
+    checked, saved, then in effect on every running log."""
+    per_broker = check_name(name, broker.node_id)
+    candidate = validate(broker.config, name, per_broker, props)
+    if validate_only:
+        return
+    _save(broker.config, candidate.dynamic_default, candidate.dynamic_broker)
+    broker.config.adopt(candidate)
+    _push_defaults(broker)
+
+
+def _push_defaults(broker: Broker) -> None:
+    """The new broker defaults to the logs: topics follow them where they have
+    no override of their own (their LogConfig is the defaults with the
+    topic's configs over them); partitions created later start with them."""
+    default = broker.config.log_config
+    broker.logs.default_config = default
+    broker.topics.default_config = default
+    for name, topic in list(broker.topics.topics.items()):
+        config = broker.topics.log_config(topic.configs)
+        if config != broker.logs.config_for(name):
+            broker.logs.update_topic_config(name, config)
