@@ -56,6 +56,7 @@ class Broker:
         self.groups.load()
         for name in self.topics.finished_deletions:  # see delete_topic
             self.groups.remove_topic_offsets(name)
+            self.topics.forget(name)
         self.producer_ids = ProducerIds(self.log_dir)
         self._producers: dict[TopicPartition, PartitionProducers] = {}
         # Log end offset of each partition's last producer snapshot; partitions
@@ -105,7 +106,13 @@ class Broker:
             self._producers.pop((name, p), None)
             self._snapshot_at.pop((name, p), None)
             self.notify_append(name, p)  # parked fetches re-read and see it gone
-        self.groups.remove_topic_offsets(name)  # as Kafka's handleDeletedPartitions
+        try:
+            self.groups.remove_topic_offsets(name)  # as Kafka's handleDeletedPartitions
+        finally:
+            # The marker goes last: a crash before this point removes the
+            # offsets at the next start (a new topic of this name must not
+            # find the old one's commits).
+            self.topics.forget(name)
         return topic
 
     def producers_of(self, topic: str, partition: int) -> PartitionProducers:

@@ -97,6 +97,11 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self._create_lock = threading.Lock()
+        # Deleted topics whose committed offsets are not yet removed, by name:
+        # their "deleted" marker stays in the file until :meth:`forget`, so a
+        # crash before the offsets are tombstoned removes them at the next
+        # start instead of leaving them to a new topic of the same name.
+        self._deleting: dict[str, Topic] = {}
         # Topics whose deletion a crash interrupted and _load finished: their
         # committed offsets are the broker's to remove once groups are loaded.
         self.finished_deletions: list[str] = []
@@ -109,7 +114,8 @@ class TopicRegistry:
         finished = [n for n, entry in saved.items() if entry.get("deleted")]
         for name in finished:
             self.logs.delete_topic(name)
-            del saved[name]
+            entry = saved.pop(name)
+            self._deleting[name] = Topic(name, _id_parse(entry["id"]), 0, {})
         self.finished_deletions = finished
         counts: dict[str, int] = {}
         for topic, partition in self.logs.logs():
@@ -156,11 +162,11 @@ class TopicRegistry:
         tmp.write_text(f"version: 0\ntopic_id: {_id_text(topic.topic_id)}\n")
         os.replace(tmp, path)
 
-    def _save(self, deleting: Topic | None = None) -> None:
+    def _save(self) -> None:
         data = {t.name: {"id": _id_text(t.topic_id), "partitions": t.partitions,
                          "configs": t.configs} for t in self.topics.values()}
-        if deleting is not None:
-            data[deleting.name] = {"id": _id_text(deleting.topic_id), "deleted": True}
+        for t in self._deleting.values():
+            data.setdefault(t.name, {"id": _id_text(t.topic_id), "deleted": True})
         tmp = self.path.with_name(TOPICS_FILE + ".tmp")
         with open(tmp, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -259,10 +265,16 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
             self.by_id.pop(topic.topic_id, None)
-            self._save(deleting=topic)  # durable intent first: a crash midway finishes it
+            self._deleting[name] = topic
+            self._save()  # durable intent first: a crash midway finishes it
             self.logs.delete_topic(name)
-        self._save()
         return topic
+
+    def forget(self, name: str) -> None:
+        """A deleted topic's last trace: its marker, once what else went with
+        it (committed offsets) is gone too."""
+        if self._deleting.pop(name, None) is not None:
+            self._save()
 
     def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
         """Replace a topic's explicit configs (validated by the caller); the

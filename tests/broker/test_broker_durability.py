@@ -405,8 +405,38 @@ def test_topic_deletion_cut_short_is_recorded_first_and_finished(tmp_path, monke
     assert registry.get("doomed") is None and registry.get("kept") is not None
     assert sorted(logs.logs()) == [("kept", 0), ("kept", 1)]
     assert not [p for p in d.iterdir() if p.name.startswith("doomed")]
+    # The marker stays until the broker has removed the committed offsets too.
+    assert registry.finished_deletions == ["doomed"]
+    assert json.loads((d / TOPICS_FILE).read_text())["doomed"].get("deleted") is True
+    registry.forget("doomed")
     assert set(json.loads((d / TOPICS_FILE).read_text())) == {"kept"}
     assert [logs.get_log("kept", p).log_end_offset for p in (0, 1)] == [3, 3]
     registry.create("doomed", 2)
     assert [logs.get_log("doomed", p).log_end_offset for p in (0, 1)] == [0, 0]
+    logs.close()
+
+
+def test_deletion_marker_outlives_the_logs_until_forgotten(tmp_path) -> None:
+    """DeleteTopics removes the partition logs, then the broker tombstones the
+    topic's committed offsets, then the marker goes (``forget``).  The marker
+    used to go with the logs: a crash before the offsets were tombstoned left
+    them to a new topic of the same name, since nothing at the next start
+    said the topic had been deleted."""
+    d = tmp_path / "data"
+    cfg = LogConfig()
+    logs = LogManager(d, cfg)
+    registry = TopicRegistry(logs, cfg)
+    registry.create("doomed", 2)
+    registry.delete("doomed")
+    assert not [p for p in d.iterdir() if p.name.startswith("doomed")]
+    assert json.loads((d / TOPICS_FILE).read_text())["doomed"].get("deleted") is True
+    logs.close()  # a crash here: the next start finishes the deletion
+
+    logs = LogManager(d, cfg)
+    registry = TopicRegistry(logs, cfg)
+    assert registry.finished_deletions == ["doomed"] and registry.get("doomed") is None
+    registry.create("doomed", 1)  # a new topic of that name before forget: the file keeps it
+    registry.forget("doomed")
+    saved = json.loads((d / TOPICS_FILE).read_text())
+    assert saved["doomed"]["partitions"] == 1 and "deleted" not in saved["doomed"]
     logs.close()
