@@ -713,6 +713,28 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, commits: list[OffsetCommit],
                        retention_ms: int = -1) -> dict[TopicPartition, int]:
+        # As KafkaApis.handleOffsetCommitRequest: partitions that do not exist
+        # are answered UNKNOWN_TOPIC_OR_PARTITION before the group is asked
+        # anything (who asks, which generation), and a request naming only
+        # such partitions never reaches the group (nor creates it).
+        unknown: dict[TopicPartition, int] = {}
+        known: list[OffsetCommit] = []
+        for c in commits:
+            topic = self.topics.get(c.topic)
+            if topic is None or not 0 <= c.partition < topic.partitions:
+                unknown[(c.topic, c.partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(c)
+        if not known:
+            return unknown
+        errors = self._commit_known(group_id, generation, member_id, instance_id, known,
+                                    retention_ms)
+        errors.update(unknown)
+        return errors
+
+    def _commit_known(self, group_id: str, generation: int, member_id: str,
+                      instance_id: str | None, commits: list[OffsetCommit],
+                      retention_ms: int) -> dict[TopicPartition, int]:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {(c.topic, c.partition): code for c in commits}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.create_topics import MAX_PARTITIONS_PER_REQUEST
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
@@ -14,7 +15,8 @@ API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
 
 
-def _grow(broker: Broker, t: Any, validate_only: bool) -> None:
+def _grow(broker: Broker, t: Any, validate_only: bool, budget: int) -> int:
+    """Grow (or just check) one topic; the number of partitions it adds."""
     topic = broker.topics.get(t.name)
     if topic is None:
         raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -36,8 +38,17 @@ def _grow(broker: Broker, t: Any, validate_only: bool) -> None:
             if list(a.broker_ids) != [broker.node_id]:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"only node {broker.node_id} exists")
+    added = t.count - topic.partitions
+    if added > budget:
+        # Kafka's controller bounds the records one request may write
+        # (MAX_RECORDS_PER_USER_OP); growing a topic to 2**31-1 partitions
+        # would otherwise register that count before making the first log
+        # and leave the node unable to start again.
+        raise TopicError(ErrorCode.POLICY_VIOLATION,
+                         "Excessively large number of partitions per request.")
     if not validate_only:
         broker.topics.add_partitions(t.name, t.count)
+    return added
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
@@ -49,11 +60,12 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     for name in dict.fromkeys(n for n in names if n in duplicates):
         results.append({"name": name, "error_code": ErrorCode.INVALID_REQUEST,
                         "error_message": "Duplicate topic name."})
+    budget = MAX_PARTITIONS_PER_REQUEST
     for t in body.topics:
         if t.name in duplicates:
             continue
         try:
-            _grow(broker, t, body.validate_only)
+            budget -= _grow(broker, t, body.validate_only, budget)
         except TopicError as exc:
             results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc)})
             continue

@@ -19,8 +19,10 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     if body.topics is None:  # null: every partition
         wanted = sorted(logs)
     else:
-        wanted = [(t.topic, p) for t in body.topics for p in t.partitions
-                  if (t.topic, p) in logs]
+        # A set in Kafka (LogManager.describeLogDirs): a partition named
+        # twice is described once.
+        wanted = list(dict.fromkeys((t.topic, p) for t in body.topics for p in t.partitions
+                                    if (t.topic, p) in logs))
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for name, p in wanted:
         by_topic.setdefault(name, []).append({

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.protocol import ApiKey
+from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -14,6 +14,26 @@ VERSIONS = (0, 4)
 
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+# Errors.INVALID_REQUEST.message(): what Kafka's getErrorResponse carries.
+_INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library "
+    "or the message was sent to an incompatible broker. See the broker logs for more details.")
+
+
+def _unknown_key_type(header: Any, body: Any) -> dict[str, Any]:
+    """Kafka's answer to a key type other than group or transaction:
+    CoordinatorType.forId throws InvalidRequestException, and
+    FindCoordinatorRequest.getErrorResponse answers INVALID_REQUEST with no
+    node (-1, "", -1), for every key from v4."""
+    if header.api_version < 4:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": _INVALID_REQUEST_MESSAGE, "node_id": -1, "host": "",
+                "port": -1}
+    return {"throttle_time_ms": 0, "coordinators": [
+        {"key": key, "node_id": -1, "host": "", "port": -1,
+         "error_code": ErrorCode.INVALID_REQUEST, "error_message": _INVALID_REQUEST_MESSAGE}
+        for key in body.coordinator_keys]}
 
 
 def _coordinator(broker: Broker, key: str, key_type: int) -> dict[str, Any]:
@@ -29,6 +49,8 @@ def _coordinator(broker: Broker, key: str, key_type: int) -> dict[str, Any]:
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    if body.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):  # v0: always 0
+        return _unknown_key_type(header, body)
     if header.api_version < 4:
         found = _coordinator(broker, body.key, body.key_type)
         del found["key"]

@@ -95,8 +95,29 @@ def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
     return topics
 
 
+# Topic ids in requests came with v12; v10-11 carry the field but may not use it.
+FIRST_VERSION_BY_ID = 12
+
+
+def _refuse_ids(version: int, body: Any) -> dict[str, Any] | None:
+    """Kafka's handleTopicMetadataRequest before v12: a null name or a topic id
+    is an InvalidRequestException, answered by MetadataRequest.getErrorResponse
+    (every requested topic with INVALID_REQUEST, a null name as "")."""
+    if version < 10 or version >= FIRST_VERSION_BY_ID or not body.topics:
+        return None
+    if all(t.name is not None and t.topic_id.int == 0 for t in body.topics):
+        return None
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+            "topics": [{"error_code": ErrorCode.INVALID_REQUEST,
+                        "name": "" if t.name is None else t.name, "topic_id": t.topic_id,
+                        "is_internal": False, "partitions": []} for t in body.topics]}
+
+
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     version = header.api_version
+    refused = _refuse_ids(version, body)
+    if refused is not None:
+        return refused
     if body.topics is None or (version == 0 and not body.topics):
         topics = [_topic(broker, t) for t in list(broker.topics.topics.values())]
     else:
