@@ -299,9 +299,21 @@ class TopicRegistry:
         with self._create_lock:
             topic.partitions = total
             self._save()
-            for p in range(first, total):
-                self.logs.get_or_create_log(name, p, config)
-                self._write_partition_metadata(topic, p)
+            try:
+                for p in range(first, total):
+                    self.logs.get_or_create_log(name, p, config)
+                    self._write_partition_metadata(topic, p)
+            except Exception:
+                # Not grown (out of file descriptors, disk full): back to the
+                # old count, as far as the disk lets us (the first error is
+                # the one raised), or every later start would fail the same way.
+                topic.partitions = first
+                with contextlib.suppress(OSError):
+                    for p in range(first, total):
+                        if self.logs.get_log(name, p) is not None:
+                            self.logs.delete_log(name, p)
+                    self._save()
+                raise
         return topic
 
 

@@ -440,3 +440,36 @@ def test_deletion_marker_outlives_the_logs_until_forgotten(tmp_path) -> None:
     saved = json.loads((d / TOPICS_FILE).read_text())
     assert saved["doomed"]["partitions"] == 1 and "deleted" not in saved["doomed"]
     logs.close()
+
+
+def test_create_partitions_that_fails_midway_is_rolled_back(tmp_path, monkeypatch) -> None:
+    """CreatePartitions saves the new count before making the logs (a crash
+    then leaves all of them for the next start to make); a failure it sees
+    (out of file descriptors) goes back to the old count and removes the
+    logs it made, else every later start would fail the same way."""
+    d = tmp_path / "data"
+    cfg = LogConfig()
+    logs = LogManager(d, cfg)
+    registry = TopicRegistry(logs, cfg)
+    registry.create("grown", 2)
+    real = logs.get_or_create_log
+
+    def fail_at_five(topic: str, partition: int, *args):
+        if partition == 5:
+            raise OSError(24, "Too many open files")
+        return real(topic, partition, *args)
+
+    monkeypatch.setattr(logs, "get_or_create_log", fail_at_five)
+    with pytest.raises(OSError, match="Too many open files"):
+        registry.add_partitions("grown", 8)
+    assert registry.get("grown").partitions == 2
+    assert sorted(p for t, p in logs.logs() if t == "grown") == [0, 1]
+    assert json.loads((d / TOPICS_FILE).read_text())["grown"]["partitions"] == 2
+    monkeypatch.undo()
+    logs.close()
+
+    logs = LogManager(d, cfg)  # the next start: the topic as it was
+    registry = TopicRegistry(logs, cfg)
+    assert registry.get("grown").partitions == 2
+    assert sorted(p for t, p in logs.logs() if t == "grown") == [0, 1]
+    logs.close()
