@@ -12,6 +12,7 @@ and what is allowed, as Kafka's ``ConfigDef`` does.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,15 @@ class LogConfig:
     preallocate: bool = False                          # preallocate
     min_insync_replicas: int = 1                       # min.insync.replicas
     extra: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def random_segment_jitter(self) -> int:
+        """The roll jitter of a new segment, as Kafka's ``randomSegmentJitter``:
+        drawn once per segment, uniformly from ``[0, min(segment.jitter.ms,
+        segment.ms))``, so a segment rolls between ``segment.ms - jitter`` and
+        ``segment.ms`` and never sooner than 1 ms of timestamps after its first."""
+        if self.segment_jitter_ms <= 0:
+            return 0
+        return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
 
     @property
     def compact(self) -> bool:

@@ -10,6 +10,7 @@ only for the index lookup and header walk.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,8 @@ from pylog.log.segment import DELETED_SUFFIX, LogSegment
 from pylog.log.time_index import TimestampOffset
 from pylog.records import stamp, validate, validate_summary
 from pylog.records.recompress import needs_recompression, recompress, target_codec
+
+_log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -124,6 +127,10 @@ class Log:
         self._timestamp_window = config.timestamp_window_ms
         self._codec = target_codec(config.compression_type)
         self._keys = config.compact
+        # Called as (log, new base offset) by every roll, under the log's lock
+        # and on the rolling thread: the broker takes a producer-state snapshot
+        # there, as Kafka's UnifiedLog.roll does (it must only queue work).
+        self.roll_listener: Callable[[Log, int], None] | None = None
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig | None = None, *,
@@ -233,7 +240,7 @@ class Log:
                 now = None  # read by the roll rule only when it needs the clock
                 append_time = -1
                 next_offset = stamp(view, base, epoch)
-            jitter = config.segment_jitter_ms
+            jitter = segment.roll_jitter_ms  # drawn when the segment was created
             if not segment.try_append(view, max_ts, next_offset - 1, jitter, now, self.time_ms):
                 self.roll().try_append(view, max_ts)
             self._next_offset = next_offset
@@ -275,6 +282,12 @@ class Log:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
             self._rolled_up_to = segment.base_offset
+            listener = self.roll_listener
+            if listener is not None:
+                try:
+                    listener(self, segment.base_offset)
+                except Exception:  # a snapshot is an optimisation: never fail the append
+                    _log.exception("roll listener of %s failed", self.dir.name)
             return segment
 
     # -- read --------------------------------------------------------------

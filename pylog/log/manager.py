@@ -77,6 +77,7 @@ class LogManager:
         self.backend = backend or get_backend("posix")
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
+        self._roll_listener: Callable[[Log, int], None] | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
         self.meta = self._meta_properties(node_id, cluster_id)
         self._recovery_file = OffsetCheckpointFile(self.dir / RECOVERY_POINT_CHECKPOINT)
@@ -171,8 +172,17 @@ class LogManager:
             path = self.dir / f"{topic}-{partition}"
             new = Log.open(path, self.config_for(topic), time_ms=self.time_ms,
                            backend=self.backend, had_clean_shutdown=True)
+            new.roll_listener = self._roll_listener
             self._logs[tp] = new
             return new
+
+    def set_roll_listener(self, listener: Callable[[Log, int], None] | None) -> None:
+        """Call ``listener(log, new base offset)`` at every roll of every log,
+        the ones created later too (see :attr:`Log.roll_listener`)."""
+        with self._lock:
+            self._roll_listener = listener
+            for lg in self._logs.values():
+                lg.roll_listener = listener
 
     def logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)

@@ -91,6 +91,8 @@ class LogSegment:
         self.last_read_ms = self.created_ms
         self.cache_dropped_at: int | None = None
         self._rolling_ts: int | None = None
+        # Kafka's rollJitterMs: this segment's own draw from segment.jitter.ms.
+        self.roll_jitter_ms = config.random_segment_jitter()
         self._state = array("q", bytes(8 * _native.STATE_SIZE))
         self._spare = array("q", bytes(8 * _native.STATE_SIZE))  # see append()
         # Exactly the posix backend (not a subclass that may wrap its calls):

@@ -10,9 +10,13 @@ clean-shutdown marker last).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import CoordinatorConfig, GroupCoordinator
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
@@ -22,10 +26,13 @@ from pylog.net.listener import Listener
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.metrics import BrokerMetrics
-from pylog.server.producer_state import PartitionProducers, ProducerIds
+from pylog.server.producer_state import SNAPSHOT_SUFFIX, PartitionProducers, ProducerIds
 from pylog.server.requests import RequestRouter
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
+
+if TYPE_CHECKING:
+    from pylog.log.log import Log
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +78,12 @@ class Broker:
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
+        # Producer snapshot files: one thread, so they are written (and older
+        # ones pruned) in the order they were taken.
+        self.snapshot_executor = ThreadPoolExecutor(max_workers=1,
+                                                    thread_name_prefix="pylog-snapshot")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self.groups.store.executor = self.executor
         listener = config.listeners[0]
         self.listener = Listener(
@@ -149,6 +162,10 @@ class Broker:
     # -- life cycle ----------------------------------------------------------------
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        # As Kafka's UnifiedLog.roll: a producer snapshot at every new segment.
+        self.logs.set_roll_listener(self._on_roll)
         port = await self.listener.start()
         self.endpoint = self.config.advertised(port)
         if self.metrics is not None:
@@ -162,21 +179,70 @@ class Broker:
             self._tasks.append(asyncio.get_running_loop().create_task(
                 self._snapshot_every(interval / 1000)))
 
+    def _snapshot_job(self, tp: TopicPartition, lg: Log, offset: int) -> Callable[[], None]:
+        """The producer state of ``tp`` as of ``offset``, copied now (on the
+        loop thread: the only writer of producer state and of appends, so
+        state and offset agree); the returned job only writes the file."""
+        self._snapshot_at[tp] = offset
+        state = self._producers.get(tp) or PartitionProducers()
+        data = state.to_json(offset)  # a frozen copy: fresh dicts and lists
+        return lambda: self._write_snapshot(tp, lg, data, offset)
+
     def _snapshot_jobs(self) -> list[Callable[[], None]]:
-        """Producer snapshots due, taken on the loop thread (the only writer of
-        producer state and of appends, so state and offset agree); the
-        returned jobs only write files."""
-        jobs: list[Callable[[], None]] = []
-        for tp, lg in self.logs.logs().items():
-            end = lg.log_end_offset
-            if self._snapshot_at.get(tp) == end:
-                continue
-            self._snapshot_at[tp] = end
-            state = self._producers.get(tp) or PartitionProducers()
-            data = PartitionProducers.from_json(state.to_json(end), end)  # a frozen copy
-            jobs.append(lambda lg=lg, data=data, end=end:
-                        producer_state.write_snapshot(lg, data, end))
-        return jobs
+        """Producer snapshots due (the periodic ones and the last at shutdown):
+        the partitions whose log end moved since their last snapshot."""
+        return [self._snapshot_job(tp, lg, lg.log_end_offset)
+                for tp, lg in self.logs.logs().items()
+                if self._snapshot_at.get(tp) != lg.log_end_offset]
+
+    def _on_roll(self, lg: Log, base_offset: int) -> None:
+        """A segment rolled (called under the log's lock): snapshot the
+        producer state at the new segment's base, as Kafka's roll does, so a
+        restart replays at most the active segment.  On the loop thread (an
+        append rolled) the state is exactly that of ``base_offset``: every
+        batch below it was recorded, the one being appended is not yet.  A
+        roll on another thread (retention rolling an expired active segment)
+        hands over to the loop, which snapshots at its log end then.  The file
+        is written and fsynced on the snapshot thread, never here."""
+        if threading.get_ident() == self._loop_thread:
+            job = self._snapshot_job((lg.topic, lg.partition), lg, base_offset)
+            self.snapshot_executor.submit(self._write_snapshots, [job])
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._snapshot_latest, lg)
+            except RuntimeError:  # the loop closed meanwhile: shutdown snapshots all
+                pass
+
+    def _snapshot_latest(self, lg: Log) -> None:
+        tp = (lg.topic, lg.partition)
+        if self.logs.get_log(*tp) is not lg or self.stopping:
+            return
+        job = self._snapshot_job(tp, lg, lg.log_end_offset)
+        self.snapshot_executor.submit(self._write_snapshots, [job])
+
+    def _write_snapshot(self, tp: TopicPartition, lg: Log, data: dict[str, Any],
+                        offset: int) -> None:
+        """Write ``<offset>.snapshot`` (tmp, fsync, rename), then prune: as
+        Kafka, a snapshot is kept for each segment base offset still in the
+        log (the older ones are the fallback when a crash cut the log below a
+        newer one); any other older one goes, the newest always stays."""
+        if self.logs.get_log(*tp) is not lg:
+            return  # deleted (or deleted and created again) meanwhile
+        directory = lg.dir
+        path = directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        keep = {s.base_offset for s in lg.segments}
+        for old_path in directory.glob("*" + SNAPSHOT_SUFFIX):
+            stem = old_path.name[:-len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit() and int(stem) < offset and int(stem) not in keep:
+                old_path.unlink(missing_ok=True)
 
     def _write_snapshots(self, jobs: list[Callable[[], None]]) -> None:
         for job in jobs:
@@ -189,7 +255,7 @@ class Broker:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval_s)
-            await loop.run_in_executor(self.executor, self._write_snapshots,
+            await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
                                        self._snapshot_jobs())
 
     async def stop(self) -> None:
@@ -209,7 +275,8 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         loop = asyncio.get_running_loop()
         # Before the logs close: a clean start then needs no replay at all.
-        await loop.run_in_executor(self.executor, self._write_snapshots,
+        await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
                                    self._snapshot_jobs())
         await loop.run_in_executor(self.executor, self.logs.close)
+        self.snapshot_executor.shutdown(wait=True)
         self.executor.shutdown(wait=True)
