@@ -38,6 +38,8 @@ _log = logging.getLogger(__name__)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+# KIP-405's earliest offset kept locally: the log start, with no tiered storage.
+EARLIEST_LOCAL_TIMESTAMP = -4
 _NO_LIMIT = 2**63 - 1
 
 
@@ -329,10 +331,11 @@ class Log:
             return FetchSlice(active, active.size, 0, -1, lso, leo, self._high_watermark)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first
-        offset whose record timestamp is >= ``timestamp`` (None when none is)."""
+        """ListOffsets: -2 earliest (and -4, earliest local), -1 latest, -3 max
+        timestamp, else the first offset whose record timestamp is >=
+        ``timestamp`` (None when none is)."""
         with self._lock:
-            if timestamp == EARLIEST_TIMESTAMP:
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return TimestampOffset(-1, self.log_start_offset)
             if timestamp == LATEST_TIMESTAMP:
                 return TimestampOffset(-1, self._next_offset)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from pylog.log.log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -45,7 +50,7 @@ def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, An
     else:
         found = log.offset_for_timestamp(ts)
         found_ts, offset = (found.timestamp, found.offset) if found else (-1, -1)
-        if ts == EARLIEST_TIMESTAMP:
+        if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             found_ts = -1
     return {"partition_index": index, "error_code": 0,
             "old_style_offsets": [offset] if offset >= 0 else [],

@@ -249,6 +249,23 @@ def test_list_offsets_checks_current_leader_epoch(broker, topic) -> None:
         assert latest_offset(c, topic) == 4  # v1 has no epoch to check
 
 
+def test_list_offsets_earliest_local_is_the_log_start(broker, topic) -> None:
+    """Timestamp -4 (KIP-405's EARLIEST_LOCAL_TIMESTAMP, which Kafka 3.6 takes
+    at any version): with no tiered storage, the log start offset, as -2."""
+    with RawClient(broker.bootstrap) as c:
+        create_topics(c, (topic, 1))
+        produce(c, topic, 5)
+        assert delete_records(c, topic, {0: 2}) == [(0, 2)]
+        for version in (1, 4, 7):
+            for ts in (-2, -4):
+                r = c.request(ApiKey.LIST_OFFSETS, version, {
+                    "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic,
+                    "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                    "timestamp": ts}]}]})
+                p = r.topics[0].partitions[0]
+                assert (p.error_code, p.offset, p.timestamp) == (0, 2, -1), (version, ts)
+
+
 def test_offset_for_leader_epoch_answers_from_the_one_epoch(broker, topic) -> None:
     """OffsetForLeaderEpoch (KIP-101/320), every version: the node's leader
     epoch ends at the log end offset; -1 and epochs above it are unknown
