@@ -5,7 +5,9 @@ topic's overrides (or the broker resource's dynamic configs, see
 pylog.server.dynamic_configs) and every other one is removed.  The set is
 validated whole first (INVALID_CONFIG naming the key), so a refused request
 changes nothing.  As Kafka's ConfigAdminManager, a resource named twice in
-one request is refused, and so is a null value.
+one request is refused, and so is a null value.  BROKER_LOGGER resources
+(type 8) are refused as Kafka refuses them: only IncrementalAlterConfigs
+changes logger levels.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = (0, 2)
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 
 def result(r: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
@@ -45,6 +47,9 @@ def repeated(resources: list[Any]) -> set[tuple[int, str]]:
 
 
 def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
+    if r.resource_type == BROKER_LOGGER:
+        return result(r, ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
+                      "support the resource type BROKER_LOGGER")
     refused = refuse_other(broker, r)
     if refused is not None:
         return refused

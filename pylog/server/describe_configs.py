@@ -9,19 +9,26 @@ DEFAULT_CONFIG; within each, the key's synonyms log.retention.ms, .minutes,
 .hours in that order, then cut to start at the key itself) and read_only
 false only for the keys that may change dynamically; ``""`` gives the
 cluster-wide dynamic defaults only, with only those synonyms.
+
+BROKER_LOGGER resources (type 8, KIP-412): this node's loggers and their
+levels, see pylog.server.broker_loggers.  Each request is logged at DEBUG on
+this module's logger (as Kafka's kafka.request.logger does).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server import dynamic_configs, topic_configs
+from pylog.server import broker_loggers, dynamic_configs, topic_configs
 from pylog.server.config import KEYS
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
     from pylog.server.config import BrokerConfig
+
+log = logging.getLogger(__name__)
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (0, 4)
@@ -149,6 +156,12 @@ def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]
         out["configs"] = _broker_entries(broker.config, r.resource_name != "",
                                          r.configuration_keys,
                                          version >= 1 and body.include_synonyms)
+    elif r.resource_type == broker_loggers.BROKER_LOGGER:
+        try:
+            out["configs"] = broker_loggers.describe(r.resource_name, broker.node_id,
+                                                     r.configuration_keys)
+        except dynamic_configs.DynamicConfigError as exc:
+            out.update(error_code=exc.code, error_message=str(exc))
     else:
         out.update(error_code=ErrorCode.INVALID_REQUEST,
                    error_message=f"Unsupported resource type: {r.resource_type}")
@@ -157,5 +170,8 @@ def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     v = header.api_version
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("DescribeConfigs v%d of %s", v,
+                  ", ".join(f"{r.resource_type}:{r.resource_name}" for r in body.resources))
     return {"throttle_time_ms": 0,
             "results": [_resource(broker, r, v, body) for r in body.resources]}

@@ -6,7 +6,8 @@ overrides (or of the broker resource's dynamic configs, see
 pylog.server.dynamic_configs), the result is validated whole, and only then
 stored: a refused request leaves the resource as it was.  APPEND/SUBTRACT
 apply to list configs (cleanup.policy, the throttled replica lists,
-log.cleanup.policy), as in Kafka.
+log.cleanup.policy), as in Kafka.  BROKER_LOGGER resources (type 8) set or
+unset this node's logger levels, see pylog.server.broker_loggers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server import dynamic_configs, topic_configs
+from pylog.server import broker_loggers, dynamic_configs, topic_configs
 from pylog.server.alter_configs import BROKER, refuse_other, repeated, result
 from pylog.server.topics import TopicError
 
@@ -93,6 +94,12 @@ def _alter_broker(broker: Broker, r: Any, validate_only: bool) -> None:
 
 
 def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
+    if r.resource_type == broker_loggers.BROKER_LOGGER:
+        try:
+            broker_loggers.alter(r, broker.node_id, validate_only)
+        except dynamic_configs.DynamicConfigError as exc:
+            return result(r, exc.code, str(exc))
+        return result(r)
     refused = refuse_other(broker, r)
     if refused is not None:
         return refused

@@ -13,6 +13,13 @@ topic T.``.  Errors are one line on stderr, exit status 1.
 The cluster-wide broker default (``--entity-default``, ``--broker-defaults``)
 is the BROKER resource named ``""``; confluent-kafka refuses that name, so
 those requests go over pylog's own codec (pylog.tools.wire).
+
+``--entity-type broker-loggers --entity-name ID`` (KIP-412) describes and
+changes a broker's logger levels as Kafka's ConfigCommand does (header
+``Dynamic configs for broker-logger 0 are:``, ``--add-config
+pylog.server=DEBUG``, ``--delete-config pylog.server``; a logger the broker
+does not list is refused with ``Invalid broker logger(s): ...``); those go
+over pylog's own codec too, as confluent-kafka has no BROKER_LOGGER type.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ TIMEOUT_S = 30.0
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER on the wire
 # _resources' stand-in for the broker default, which no ConfigResource can name.
 BROKER_DEFAULT = None
-ENTITY_TYPES = ("topics", "brokers")
+BROKER_LOGGER_RESOURCE = 8  # ConfigResource.Type.BROKER_LOGGER on the wire
+ENTITY_TYPES = ("topics", "brokers", "broker-loggers")
 
 
 def _fail(reason: str) -> ToolError:
@@ -137,6 +145,57 @@ def _resources(admin: Any, args: argparse.Namespace) -> list[tuple[Any, str]]:
     return [(ConfigResource(ResourceType.BROKER, i), f"broker {i}") for i in ids]
 
 
+def _logger_ids(admin: Any, args: argparse.Namespace) -> list[str]:
+    if args.entity_name is not None:
+        if not args.entity_name.isdigit():
+            raise ToolError(f"The entity name for broker-loggers must be a valid integer "
+                            f"broker id, but it is: {args.entity_name}")
+        return [args.entity_name]
+    if args.alter:
+        raise ToolError("an entity name must be specified with --alter of broker-loggers")
+    try:
+        return [str(b) for b in sorted(check_reachable(admin).brokers)]
+    except ToolError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _describe_loggers_of(args: argparse.Namespace, node: str) -> dict[str, Any]:
+    result = _wire_request(args, ApiKey.DESCRIBE_CONFIGS, {
+        "resources": [{"resource_type": BROKER_LOGGER_RESOURCE, "resource_name": node,
+                       "configuration_keys": None}],
+        "include_synonyms": True})
+    return {c.name: c.value for c in result.configs}
+
+
+def _broker_loggers(admin: Any, args: argparse.Namespace) -> None:
+    """--describe / --alter of --entity-type broker-loggers."""
+    from confluent_kafka.admin import AlterConfigOpType
+
+    if args.describe:
+        for node in _logger_ids(admin, args):
+            # Every logger's source is DYNAMIC_BROKER_LOGGER_CONFIG: --all or not,
+            # Kafka lists them all.
+            print(f"{'All' if args.all else 'Dynamic'} configs for broker-logger {node} are:")
+            for name, level in sorted(_describe_loggers_of(args, node).items()):
+                print(f"  {name}={_text(level)} sensitive=false synonyms={{}}")
+        return
+    added, deleted = _changes(args)
+    (node,) = _logger_ids(admin, args)
+    known = _describe_loggers_of(args, node)
+    unknown = [k for k in [*deleted, *added] if k not in known]
+    if unknown:
+        raise ToolError(f"Invalid broker logger(s): {','.join(unknown)}")
+    ops = [{"name": k, "config_operation": AlterConfigOpType.SET.value, "value": v}
+           for k, v in added.items()]
+    ops += [{"name": k, "config_operation": AlterConfigOpType.DELETE.value, "value": ""}
+            for k in deleted]
+    _wire_request(args, ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+        "resources": [{"resource_type": BROKER_LOGGER_RESOURCE, "resource_name": node,
+                       "configs": ops}],
+        "validate_only": False})
+    print(f"Completed updating config for broker-logger {node}.")
+
+
 def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any]) -> Any:
     """The one result of a broker-default request, its error as a ToolError."""
     with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
@@ -215,10 +274,8 @@ def _source_value(source: Any) -> int:
     return getattr(source, "value", source)
 
 
-def _alter(admin: Any, args: argparse.Namespace) -> None:
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-
+def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    """The configs to add and the ones to delete, checked as Kafka checks them."""
     added: dict[str, str] = {}
     if args.add_config_file:
         added.update(read_properties_file(args.add_config_file))
@@ -232,6 +289,14 @@ def _alter(admin: Any, args: argparse.Namespace) -> None:
     if both:
         raise ToolError(f"Invalid entity config(s): {','.join(both)} are both added and "
                         "deleted")
+    return added, deleted
+
+
+def _alter(admin: Any, args: argparse.Namespace) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    added, deleted = _changes(args)
     for resource, label in _resources(admin, args):
         if deleted:
             # Kafka refuses to delete a name the entity does not override (its
@@ -282,6 +347,9 @@ def run(args: argparse.Namespace) -> int:
     if args.describe and (args.add_config or args.delete_config or args.add_config_file):
         raise ToolError("--add-config and --delete-config can only be used with --alter")
     admin = admin_client(args)
+    if args.entity_type == "broker-loggers":
+        _broker_loggers(admin, args)
+        return 0
     (_describe if args.describe else _alter)(admin, args)
     return 0
 
@@ -291,7 +359,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "configs", help="describe or change topic and broker configs (kafka-configs)",
         description="Add/Remove entity config for a topic or broker.")
     add_bootstrap(p)
-    p.add_argument("--entity-type", metavar="entity-type", help="topics or brokers")
+    p.add_argument("--entity-type", metavar="entity-type",
+                   help="topics, brokers or broker-loggers")
     p.add_argument("--entity-name", metavar="entity-name",
                    help="name of the entity (topic name or broker id)")
     p.add_argument("--entity-default", action="store_true",
