@@ -468,7 +468,7 @@ class Log:
                     if segment.fd >= 0:
                         raise
             if new_files and target > start:  # new segment files: make their names durable
-                _fsync_dir(self.dir)
+                fsync_dir(self.dir)
             with self._lock:
                 self.recovery_point = max(self.recovery_point, target)
                 if target >= self._next_offset:
@@ -582,7 +582,8 @@ class Log:
                 f"end={self._next_offset}, segments={len(self._segments)})")
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """fsync a directory: a rename or create in it is on disk once this returns."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pylog.log import Log, LogConfig, LogManager
+from pylog.log.log import fsync_dir
 from pylog.protocol import ErrorCode
 from pylog.server import topic_configs
 
@@ -173,7 +174,7 @@ class TopicRegistry:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)  # the rename itself: an answered change is on disk
+        fsync_dir(self.path.parent)  # the rename itself: an answered change is on disk
 
     # -- queries -------------------------------------------------------------
 
@@ -315,11 +316,3 @@ class TopicRegistry:
                     self._save()
                 raise
         return topic
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

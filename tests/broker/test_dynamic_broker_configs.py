@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka_wire import RawClient
+from test_broker_configs import describe, synonyms
 
 from pylog.protocol import ApiKey, ErrorCode
 
@@ -50,19 +51,6 @@ def legacy(c: RawClient, name: str, configs: dict[str, str | None],
          "configs": [{"name": k, "value": v} for k, v in configs.items()]}]})
     return r.responses[0]
 
-
-def describe(c: RawClient, resource_type: int, name: str,
-             keys: list[str] | None = None) -> dict[str, Any]:
-    r = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
-        {"resource_type": resource_type, "resource_name": name, "configuration_keys": keys}],
-        "include_synonyms": True, "include_documentation": False})
-    res = r.results[0]
-    assert res.error_code == 0, res.error_message
-    return {e.name: e for e in res.configs}
-
-
-def synonyms(entry: Any) -> list[tuple[str, str | None, int]]:
-    return [(s.name, s.value, s.source) for s in entry.synonyms]
 
 
 def produce(bootstrap: str, topic: str, size: int, timestamp: int = 0) -> int:

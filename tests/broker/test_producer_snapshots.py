@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+import test_broker_durability
 from kafka_wire import RawClient, latest_offset, produce_body
-from test_broker_protocol import metadata, partition_response
+from test_broker_protocol import partition_response
 
 from pylog.protocol import ApiKey
 from pylog.records import BatchBuilder
@@ -63,17 +64,9 @@ def create_topic(c: RawClient, name: str, **configs: str) -> None:
     assert r.topics[0].error_code == 0, r.topics[0]
 
 
-class Idempotent:
-    """A raw idempotent producer on partition 0 (sequences by hand)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self.c = RawClient(bootstrap)
-        metadata(self.c, topic)
-        init = self.c.request(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None,
-                                                           "transaction_timeout_ms": 60000})
-        assert init.error_code == 0
-        self.pid, self.epoch = init.producer_id, init.producer_epoch
+class Idempotent(test_broker_durability.Idempotent):
+    """A raw idempotent producer on partition 0 (sequences by hand), sending
+    ``n`` records at a time."""
 
     def send(self, seq: int, n: int = 3, ts: int | None = None):
         body = produce_body(self.topic, 0, batch(n, ts, producer_id=self.pid,
