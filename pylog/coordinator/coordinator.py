@@ -178,18 +178,46 @@ class GroupCoordinator:
             self._expiry_task.cancel()
             await asyncio.gather(self._expiry_task, return_exceptions=True)
         for group in self.groups.values():
-            if group.rebalance_timer is not None:
-                group.rebalance_timer.cancel()
-            self._clear_pending_sync(group)
-            for handle in group.pending_members.values():
-                if handle is not None:
-                    handle.cancel()
-            for member in group.members.values():
-                if member.timer is not None:
-                    member.timer.cancel()
-                self._finish_join(member, JoinResult(E.COORDINATOR_NOT_AVAILABLE,
-                                                     member.member_id))
-                self._finish_sync(member, SyncResult(E.COORDINATOR_NOT_AVAILABLE))
+            self._release(group, E.COORDINATOR_NOT_AVAILABLE)
+
+    def _release(self, group: Group, error: int) -> None:
+        """Cancel every timer of ``group`` and answer its parked JoinGroups and
+        SyncGroups with ``error``."""
+        if group.rebalance_timer is not None:
+            group.rebalance_timer.cancel()
+            group.rebalance_timer = None
+        self._clear_pending_sync(group)
+        for handle in group.pending_members.values():
+            if handle is not None:
+                handle.cancel()
+        for member in group.members.values():
+            if member.timer is not None:
+                member.timer.cancel()
+                member.timer = None
+            self._finish_join(member, JoinResult(error, member.member_id))
+            self._finish_sync(member, SyncResult(error))
+
+    def unload_all(self) -> int:
+        """``__consumer_offsets`` was deleted: forget every group, as Kafka's
+        GroupCoordinator.onResignation does for each partition of the topic
+        (KafkaApis.handleStopReplicaRequest with deletePartition, or
+        BrokerMetadataPublisher for a deleted offsets topic): each group goes
+        Dead, its parked JoinGroups and SyncGroups are answered NOT_COORDINATOR,
+        its timers are cancelled (a late session expiry must not write a stale
+        group into the new topic), and its groups and offsets leave the cache.
+        Nothing is written: the records were in the deleted topic.  Members
+        then find their group unknown (UNKNOWN_MEMBER_ID) and join afresh, as
+        after Kafka re-creates the topic and loads its empty partitions.
+        Returns how many groups were unloaded."""
+        groups, self.groups = self.groups, {}
+        now = self.time_ms()
+        for group in groups.values():
+            log.info("unloading group %s with generation %d: %s was deleted",
+                     group.group_id, group.generation, OFFSETS_TOPIC)
+            group.transition(S.DEAD, now)
+            self._release(group, E.NOT_COORDINATOR)
+            group.offsets.clear()
+        return len(groups)
 
     async def _expire_forever(self) -> None:
         interval = self.config.offsets_retention_check_interval_ms / 1000
@@ -854,7 +882,13 @@ class GroupCoordinator:
 
     def remove_topic_offsets(self, topic: str) -> int:
         """A deleted topic's committed offsets go with it (tombstoned), as do
-        the empty groups that held nothing else.  Returns how many were removed."""
+        the empty groups that held nothing else.  Returns how many were removed.
+
+        For ``__consumer_offsets`` itself every group is unloaded instead
+        (:meth:`unload_all`): writing tombstones would re-create the topic
+        just deleted."""
+        if topic == OFFSETS_TOPIC:
+            return self.unload_all()
         removed = 0
         for group in list(self.groups.values()):
             doomed = [tp for tp in group.offsets if tp[0] == topic]
