@@ -172,6 +172,28 @@ def test_recovery_rebuilds_indexes_like_appends(tmp_path):
     assert {p.name: p.read_bytes() for p in path.iterdir()} == files
 
 
+def test_crash_rescans_from_the_recovery_point_without_calling_indexes_corrupt(
+        tmp_path, caplog):
+    """After a crash the active segment's index still has its preallocated,
+    zero-filled tail (trimmed only by a clean close).  The segments from the
+    one holding the recovery point on are rescanned and their indexes rebuilt
+    by recovery, as Kafka's LogLoader does: checking them first reported every
+    such index as corrupt (a warning per partition after any kill -9) and
+    scanned them twice."""
+    path = fill(tmp_path)
+    seg_bases = sorted(int(p.stem) for p in path.glob("*.log"))
+    last = path / f"{seg_bases[-1]:020d}.index"
+    entries = last.read_bytes()
+    last.write_bytes(entries + bytes(4096))  # as preallocated when the process died
+    with caplog.at_level("INFO", logger="pylog.log"):
+        lg = reopen(path, recovery_point=seg_bases[-2])
+    assert "corrupt" not in caplog.text
+    assert lg.log_end_offset == 200
+    assert lg.read(seg_bases[-1] + 1, 1).first_offset == seg_bases[-1] + 1
+    lg.close()
+    assert last.read_bytes() == entries
+
+
 def test_stray_files_are_removed(tmp_path):
     path = fill(tmp_path)
     for name in ("00000000000000000000.log.deleted", "00000000000000000007.log.cleaned",

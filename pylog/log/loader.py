@@ -110,10 +110,20 @@ class LogLoader:
         segments = []
         rebuilt = 0
         cut: int | None = None  # index of the first segment cut while rebuilding its index
-        for base in sorted(bases):
+        bases.sort()
+        # After a crash, _recover rescans the segment holding the recovery point
+        # and every later one, rebuilding their indexes: checking those here
+        # would only report their preallocated, zero-filled tails as corrupt
+        # (an index is trimmed to its entries on a clean close) and scan them twice.
+        rescanned = None if self.had_clean_shutdown or not bases else max(
+            [b for b in bases if b <= self.recovery_point] or bases[:1])
+        for base in bases:
             missing = not (self.dir / file_name(base, INDEX_SUFFIX)).exists() or not (
                 self.dir / file_name(base, TIME_INDEX_SUFFIX)).exists()
             segment = self._segment(base)
+            if rescanned is not None and base >= rescanned:
+                segments.append(segment)
+                continue
             if missing:
                 log.warning("rebuilding missing index of %s", segment.log_path)
             else:
