@@ -322,7 +322,8 @@ def test_producer_snapshot_past_the_recovered_log_end_is_not_reused(tmp_path):
     state = producer_state.PartitionProducers()
     for seq in range(10):
         assert _produce(lg, state, 1, seq) == ("appended", seq)
-    producer_state.write_snapshot(lg, state, lg.log_end_offset)  # at clean shutdown
+    end = lg.log_end_offset
+    producer_state.write_snapshot(lg, state.to_json(end), end)  # at clean shutdown
     lg.close()
     assert [o for o, _ in producer_state._snapshots(path)] == [10]
     # power loss: offsets 6.. never reached the disk (torn batch at offset 6)

@@ -10,9 +10,7 @@ clean-shutdown marker last).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +24,7 @@ from pylog.net.listener import Listener
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.metrics import BrokerMetrics
-from pylog.server.producer_state import SNAPSHOT_SUFFIX, PartitionProducers, ProducerIds
+from pylog.server.producer_state import PartitionProducers, ProducerIds
 from pylog.server.requests import RequestRouter
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
@@ -224,25 +222,8 @@ class Broker:
 
     def _write_snapshot(self, tp: TopicPartition, lg: Log, data: dict[str, Any],
                         offset: int) -> None:
-        """Write ``<offset>.snapshot`` (tmp, fsync, rename), then prune: as
-        Kafka, a snapshot is kept for each segment base offset still in the
-        log (the older ones are the fallback when a crash cut the log below a
-        newer one); any other older one goes, the newest always stays."""
-        if self.logs.get_log(*tp) is not lg:
-            return  # deleted (or deleted and created again) meanwhile
-        directory = lg.dir
-        path = directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        keep = {s.base_offset for s in lg.segments}
-        for old_path in directory.glob("*" + SNAPSHOT_SUFFIX):
-            stem = old_path.name[:-len(SNAPSHOT_SUFFIX)]
-            if stem.isdigit() and int(stem) < offset and int(stem) not in keep:
-                old_path.unlink(missing_ok=True)
+        if self.logs.get_log(*tp) is lg:  # not deleted (or re-created) meanwhile
+            producer_state.write_snapshot(lg, data, offset)
 
     def _write_snapshots(self, jobs: list[Callable[[], None]]) -> None:
         for job in jobs:

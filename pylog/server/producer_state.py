@@ -12,11 +12,13 @@ restarted node never gives out an id twice.
 
 Surviving a restart (Kafka's ``<offset>.snapshot`` files, simplified):
 
-* At every offset checkpoint and at clean shutdown the broker writes, per
-  partition, ``<partition dir>/<log end offset, 20 digits>.snapshot``: JSON
-  with that offset and each producer's epoch and remembered batches.  It is
-  written to a ``.tmp`` name, fsynced and renamed, and older snapshots of the
-  partition are removed after the rename, so a crash leaves one whole file.
+* At every segment roll (at the new segment's base, as Kafka's
+  ``UnifiedLog.roll``), at every offset checkpoint and at clean shutdown the
+  broker writes, per partition, ``<partition dir>/<offset, 20 digits>.snapshot``:
+  JSON with that offset and each producer's epoch and remembered batches.  It
+  is written to a ``.tmp`` name, fsynced and renamed, so a crash leaves whole
+  files; older snapshots stay while their offset is a segment base still in
+  the log, the others are removed (:func:`write_snapshot`).
 * On start, :func:`load` reads the newest snapshot.  After a clean shutdown
   it covers the whole log.  After an unclean stop the log was recovered
   (truncated to its last whole, valid batch) before this runs, so two cases:
@@ -28,9 +30,9 @@ Surviving a restart (Kafka's ``<offset>.snapshot`` files, simplified):
     was lost in the crash): entries for batches at or after the log end are
     dropped, since those batches no longer exist.
 * No snapshot at all (first start with this code, or a snapshot lost) means
-  a replay of the whole log.  Replay reads only the tail segments that
-  follow the snapshot offset, so its cost is bounded by the checkpoint
-  interval's worth of appends.
+  a replay of the whole log.  Replay reads only the segments that follow
+  the snapshot offset, so after a roll snapshot it reads the active segment
+  at most.
 """
 
 from __future__ import annotations
@@ -170,18 +172,22 @@ def _snapshots(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def write_snapshot(lg: Log, producers: PartitionProducers, offset: int) -> None:
-    """Write ``<offset>.snapshot`` atomically, then remove the older ones."""
+def write_snapshot(lg: Log, data: dict[str, Any], offset: int) -> None:
+    """Write ``<offset>.snapshot`` (``PartitionProducers.to_json(offset)``)
+    atomically, then prune as Kafka does: an older snapshot is kept while its
+    offset is a segment base still in the log (the fallback when a crash cuts
+    the log below a newer one), any other older one goes."""
     directory = lg.dir
     path = directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
-        json.dump(producers.to_json(offset), f, separators=(",", ":"))
+        json.dump(data, f, separators=(",", ":"))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    keep = {s.base_offset for s in lg.segments}
     for old, old_path in _snapshots(directory):
-        if old != offset:
+        if old < offset and old not in keep:
             old_path.unlink(missing_ok=True)
 
 
