@@ -9,9 +9,10 @@ directory is fsynced so the rename itself survives a crash.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from pylog.log.durable import write_atomically
 
 VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -33,22 +34,7 @@ class OffsetCheckpointFile:
         lines = [str(VERSION), str(len(offsets))]
         lines += [f"{topic} {partition} {offset}"
                   for (topic, partition), offset in sorted(offsets.items())]
-        data = ("\n".join(lines) + "\n").encode()
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dfd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        write_atomically(self.path, ("\n".join(lines) + "\n").encode())
 
     def read(self) -> dict[TopicPartition, int]:
         """The offsets; an empty dict when the file does not exist."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from typing import NamedTuple
 from pylog.io import pagecache
 from pylog.io.backend import IOBackend, get_backend
 from pylog.log.config import LONG_MAX, LogConfig
+from pylog.log.durable import fsync_dir
 from pylog.log.errors import (
     LogClosedError,
     OffsetOutOfRangeError,
@@ -580,12 +580,3 @@ class Log:
     def __repr__(self) -> str:
         return (f"Log({self.dir.name}, start={self.log_start_offset}, "
                 f"end={self._next_offset}, segments={len(self._segments)})")
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory: a rename or create in it is on disk once this returns."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

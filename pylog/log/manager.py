@@ -35,6 +35,7 @@ from pylog.log.checkpoint import (
     OffsetCheckpointFile,
 )
 from pylog.log.config import LogConfig, ManagerConfig
+from pylog.log.durable import write_atomically
 from pylog.log.log import Log, parse_dir_name, wall_clock_ms
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -107,9 +108,7 @@ class LogManager:
             return meta
         meta = {"version": "1", "node.id": str(node_id),
                 "cluster.id": cluster_id or uuid.uuid4().hex[:22]}
-        tmp = path.with_name(META_PROPERTIES + ".tmp")
-        tmp.write_text("#\n" + "".join(f"{k}={v}\n" for k, v in meta.items()))
-        os.replace(tmp, path)
+        write_atomically(path, ("#\n" + "".join(f"{k}={v}\n" for k, v in meta.items())).encode())
         return meta
 
     def _load_logs(self) -> None:
@@ -346,15 +345,5 @@ class LogManager:
             for lg in self._logs.values():
                 lg.close()
             self.checkpoint()
-            marker = self.dir / CLEAN_SHUTDOWN_FILE
-            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            dfd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            write_atomically(self.dir / CLEAN_SHUTDOWN_FILE, b"")
             self._closed = True

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
 from pylog.server import topic_configs
 from pylog.server.config import IGNORED, KEYS, BrokerConfig, ConfigError
@@ -96,18 +96,8 @@ def _save(config: BrokerConfig, default: Mapping[str, str], mine: Mapping[str, s
     if path.exists():
         brokers = dict(json.loads(path.read_text()).get("brokers", {}))
     brokers[str(config.node_id)] = dict(mine)
-    tmp = path.with_name(FILE + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump({"version": 1, "cluster_default": dict(default), "brokers": brokers}, f,
-                  indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # the rename itself
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, json.dumps({"version": 1, "cluster_default": dict(default),
+                                       "brokers": brokers}, indent=1, sort_keys=True).encode())
 
 
 # -- checks ---------------------------------------------------------------------

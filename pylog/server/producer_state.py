@@ -40,12 +40,12 @@ from __future__ import annotations
 import collections
 import json
 import logging
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -178,13 +178,8 @@ def write_snapshot(lg: Log, data: dict[str, Any], offset: int) -> None:
     offset is a segment base still in the log (the fallback when a crash cuts
     the log below a newer one), any other older one goes."""
     directory = lg.dir
-    path = directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, separators=(",", ":"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(directory / f"{offset:020d}{SNAPSHOT_SUFFIX}",
+                     json.dumps(data, separators=(",", ":")).encode())
     keep = {s.base_offset for s in lg.segments}
     for old, old_path in _snapshots(directory):
         if old < offset and old not in keep:
@@ -266,19 +261,8 @@ class ProducerIds:
     def next_id(self) -> int:
         if self._next >= self._block_end:
             self._block_end = self._next + ID_BLOCK
-            tmp = self.path.with_name(ID_FILE + ".tmp")
-            with open(tmp, "w") as f:
-                f.write(f"{self._block_end}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-            # The rename itself: a block end lost to a power cut would hand
-            # out this block's ids again after the restart.
-            fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # Durable before the first id of the block is handed out.
+            write_atomically(self.path, f"{self._block_end}\n".encode())
         pid = self._next
         self._next += 1
         return pid

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pylog.log import Log, LogConfig, LogManager
-from pylog.log.log import fsync_dir
+from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
 from pylog.server import topic_configs
 
@@ -168,13 +168,7 @@ class TopicRegistry:
                          "configs": t.configs} for t in self.topics.values()}
         for t in self._deleting.values():
             data.setdefault(t.name, {"id": _id_text(t.topic_id), "deleted": True})
-        tmp = self.path.with_name(TOPICS_FILE + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)  # the rename itself: an answered change is on disk
+        write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
     # -- queries -------------------------------------------------------------
 
