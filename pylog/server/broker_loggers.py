@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pylog.protocol import ErrorCode
-from pylog.server.dynamic_configs import DynamicConfigError, check_request
+from pylog.server.dynamic_configs import DynamicConfigError, check_node_id, check_request
 
 log = logging.getLogger(__name__)
 
@@ -114,18 +114,6 @@ def describe(resource_name: str, node_id: int, keys: Iterable[str] | None) -> li
             for name, level in levels().items() if wanted is None or name in wanted]
 
 
-def _check_node(resource_name: str, node_id: int) -> None:
-    """ConfigAdminManager.validateResourceNameIsCurrentNodeId."""
-    try:
-        given = int(resource_name)
-    except ValueError:
-        raise DynamicConfigError(ErrorCode.INVALID_REQUEST, "Node id must be an integer, "
-                                 f"but it is: {resource_name}") from None
-    if given != node_id:
-        raise DynamicConfigError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected "
-                                 f"{node_id}, but received {resource_name}")
-
-
 def _validate(op: Any) -> None:
     """ConfigAdminManager.validateLogLevelConfigs of one operation."""
     name, kind = op.name, op.config_operation
@@ -156,7 +144,7 @@ def alter(resource: Any, node_id: int, validate_only: bool) -> None:
     ops = list(resource.configs)
     check_request((op.name for op in ops),
                   (op.name for op in ops if op.config_operation != DELETE and op.value is None))
-    _check_node(resource.resource_name, node_id)
+    check_node_id(resource.resource_name, node_id)
     for op in ops:
         _validate(op)
     if validate_only:

@@ -379,6 +379,3 @@ class BrokerConfig:
         """Every known key with its effective value as a string (DescribeConfigs)."""
         merged = self.merged()
         return {key: merged.get(key, default) for key, (_, default) in KEYS.items()}
-
-    def is_default(self, key: str) -> bool:
-        return key not in self.merged()

@@ -103,11 +103,9 @@ def _save(config: BrokerConfig, default: Mapping[str, str], mine: Mapping[str, s
 # -- checks ---------------------------------------------------------------------
 
 
-def check_name(name: str, node_id: int) -> bool:
-    """Whether ``name`` is this broker (True) or the cluster default (False);
-    Kafka's ConfigAdminManager messages otherwise."""
-    if not name:
-        return False
+def check_node_id(name: str, node_id: int) -> None:
+    """Kafka's ConfigAdminManager.validateResourceNameIsCurrentNodeId: ``name``
+    must be this node's id."""
     try:
         given = int(name)
     except ValueError:
@@ -116,6 +114,14 @@ def check_name(name: str, node_id: int) -> bool:
     if given != node_id:
         raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
                                  f"Unexpected broker id, expected {node_id}, but received {name}")
+
+
+def check_name(name: str, node_id: int) -> bool:
+    """Whether ``name`` is this broker (True) or the cluster default ("",
+    False); a DynamicConfigError otherwise."""
+    if not name:
+        return False
+    check_node_id(name, node_id)
     return True
 
 
