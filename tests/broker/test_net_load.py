@@ -317,4 +317,6 @@ def test_connection_quota_configs_are_checked(tmp_path) -> None:
         out = subprocess.run([sys.executable, "-m", "pylog", "broker", "--override", bad,
                               "--override", f"log.dirs={tmp_path}"],
                              capture_output=True, text=True, timeout=60)
+        # A known key with a bad value, not an unknown key.
         assert out.returncode == 2 and bad.split("=")[0] in out.stderr, out.stderr
+        assert "invalid value" in out.stderr and "unknown" not in out.stderr, out.stderr
