@@ -6,10 +6,9 @@ records for it; through the generic codec (:mod:`pylog.protocol`) each exchange
 builds and walks a message object per partition.  Here both are one pass in C:
 
 * :func:`decode_fetch_request` reads a whole frame (header and body, versions
-  4-12, header v1 or v2) into plain tuples; what a broker without replicas or
-  fetch sessions does not use (replica id, last fetched epochs, forgotten
-  topics, rack id, cluster id) is read, checked and dropped, and no tagged
-  field is copied;
+  4-12, header v1 or v2) into plain tuples; what a broker without replicas
+  does not use (replica id, last fetched epochs, rack id, cluster id) is
+  read, checked and dropped, and no tagged field is copied;
 * :func:`encode_fetch_response` writes the framed response (size prefix,
   header v0 or v1, body) for the same versions from tuples, leaving each
   partition's records *region* (a :class:`~pylog.net.framing.FileRegion`, sent
@@ -103,7 +102,8 @@ cdef object _decode(object frame):
     cdef Py_ssize_t head, part_size, offset_at
     cdef int version
     cdef const uint8_t *p
-    cdef list topics, partitions
+    cdef list topics, partitions, forgotten, gone
+    cdef int64_t i
     PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE)
     try:
         version, correlation_id, client_id = read_request_header(
@@ -161,23 +161,27 @@ cdef object _decode(object frame):
                 skip_tags(&c)
             topics.append((name, partitions))
 
+        forgotten = []
         if version >= 7:
-            # ForgottenTopicsData: pylog has no fetch sessions; checked and dropped.
+            # ForgottenTopicsData: what an incremental fetch session drops.
             n_topics = read_count(&c, 3 if flexible else 6, "ForgottenTopicsData")
             while n_topics > 0:
                 n_topics -= 1
-                read_string(&c, False, "Topic")
+                name = read_string(&c, False, "Topic")
                 n_parts = read_count(&c, 4, "Partitions")
-                c.pos += n_parts * 4  # within the frame: _count checked it
+                p = c.buf + c.pos
+                c.pos += n_parts * 4  # within the frame: read_count checked it
+                gone = [<int32_t>rd32(p + 4 * i) for i in range(n_parts)]
                 if flexible:
                     skip_tags(&c)
+                forgotten.append((name, gone))
         if version >= 11:
             read_string(&c, False, "RackId")
         if flexible:
             _skip_request_tags(&c)
         # Bytes after the last field are ignored, as Kafka's broker ignores them.
         return (version, correlation_id, client_id, max_wait_ms, min_bytes, max_bytes,
-                isolation_level, session_id, session_epoch, topics)
+                isolation_level, session_id, session_epoch, topics, forgotten)
     finally:
         PyBuffer_Release(&view)
 
@@ -185,13 +189,14 @@ cdef object _decode(object frame):
 def decode_fetch_request(frame):
     """A Fetch request frame (no size prefix), versions 4-12, as ``(version,
     correlation_id, client_id, max_wait_ms, min_bytes, max_bytes,
-    isolation_level, session_id, session_epoch, topics)``; ``topics`` is
-    ``[(name, [(partition, fetch_offset, partition_max_bytes,
-    current_leader_epoch), ...]), ...]``.  ``session_id`` / ``session_epoch``
-    are 0 / -1 before v7, ``current_leader_epoch`` -1 before v9.
+    isolation_level, session_id, session_epoch, topics, forgotten)``;
+    ``topics`` is ``[(name, [(partition, fetch_offset, partition_max_bytes,
+    current_leader_epoch), ...]), ...]``, ``forgotten`` ``[(name, [partition,
+    ...]), ...]`` (empty before v7).  ``session_id`` / ``session_epoch`` are
+    0 / -1 before v7, ``current_leader_epoch`` -1 before v9.
 
     ReplicaId, LastFetchedEpoch, LogStartOffset,
-    ForgottenTopicsData, RackId, ClusterId and unknown tagged fields are read
+    RackId, ClusterId and unknown tagged fields are read
     (strings checked) and dropped.  Bytes after the last field are ignored
     (the generic codec's ``allow_trailing``).  A malformed frame is a
     ProtocolError; another api key or version is a ValueError (the router

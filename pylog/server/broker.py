@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from pylog.log import LogManager
 from pylog.net.listener import Listener
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.config import BrokerConfig, Endpoint
+from pylog.server.fetch_sessions import FetchSessionCache
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import PartitionProducers, ProducerIds
 from pylog.server.requests import RequestRouter
@@ -95,6 +97,9 @@ class Broker:
             per_ip_overrides=config["max.connections.per.ip.overrides"])
         self.endpoint: Endpoint = config.advertised()
         self.fetch_max_bytes: int = config["fetch.max.bytes"]
+        self.fetch_sessions = FetchSessionCache(
+            config["max.incremental.fetch.session.cache.slots"],
+            lambda: int(time.monotonic() * 1000))
         # Prometheus page at metrics.listener; None when off, so each hook in the
         # request, produce and fetch paths costs one attribute test.
         self.metrics = BrokerMetrics.create(self)

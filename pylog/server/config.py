@@ -170,6 +170,8 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "fetch.max.bytes": (_int(1024, INT_MAX), "57671680"),
     "connections.max.idle.ms": (_LONG, "600000"),
     "queued.max.requests": (_int(1, INT_MAX), "500"),
+    # KIP-227: incremental fetch sessions kept (0: none, every fetch is full).
+    "max.incremental.fetch.session.cache.slots": (_int(0, INT_MAX), "1000"),
     # Kafka's connection quotas (pylog.net.listener): a connection past them is
     # closed as soon as it is accepted.
     "max.connections": (_int(0, INT_MAX), str(INT_MAX)),

@@ -26,6 +26,7 @@ from pylog.log import OffsetOutOfRangeError
 from pylog.log.errors import LogClosedError
 from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext
 from pylog.server.list_offsets import NO_EPOCH, epoch_error
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class Request(NamedTuple):
     session_epoch: int
     # (partition, fetch offset, partition max bytes, current leader epoch)
     topics: list[tuple[str, list[tuple[int, int, int, int]]]]
+    forgotten: list[tuple[str, list[int]]]  # v7+: what a fetch session drops
+    session: FetchContext | None = None  # None: no session is involved
 
 
 # A partition's answer, in the order encode_fetch_response takes it:
@@ -143,15 +146,22 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
     """Answer a Fetch request frame (v4-12): the framed response, or an
     awaitable of it for a fetch that parks or reads cold data.  Malformed
     frames raise ProtocolError (the router closes the connection)."""
-    request = Request._make(decode_fetch_request(frame))
-    if request.version >= 7 and request.session_id != 0:
-        # pylog hands out no fetch sessions (session_id 0 in every response),
-        # so a client asking for one has a stale id.
-        return encode_fetch_response(request.version, request.correlation_id,
-                                     ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, [])
+    request = Request(*decode_fetch_request(frame))
+    if request.session_id != INVALID_SESSION_ID or request.session_epoch != FINAL_EPOCH:
+        # v7+ and a fetch session (KIP-227): opened, used or closed.
+        context = broker.fetch_sessions.context(request.session_id, request.session_epoch,
+                                                request.topics, request.forgotten)
+        if context.error:
+            return encode_fetch_response(request.version, request.correlation_id,
+                                         context.error, INVALID_SESSION_ID, [])
+        if context.session is not None:  # incremental: read the whole session
+            request = request._replace(topics=context.session.topics(), session=context)
+        else:
+            request = request._replace(session=context)
     topics = request.topics
-    if len(topics) > 1 or (topics and len(topics[0][1]) > 1):
-        request = request._replace(topics=_one_per_partition(topics))
+    if request.session is None or request.session.session is None:
+        if len(topics) > 1 or (topics and len(topics[0][1]) > 1):
+            request = request._replace(topics=_one_per_partition(topics))
     if not _reads_cached(broker, request):
         return _read_cold(broker, request)
     return _respond(broker, request, _read(broker, request))
@@ -178,7 +188,13 @@ def _one_per_partition(topics: list) -> list:
 def _answer(broker: Broker, request: Request, found: Found) -> bytes | list:
     if broker.metrics is not None:
         broker.metrics.fetched(found.size, found.topics, found.errors)
-    return encode_fetch_response(request.version, request.correlation_id, 0, 0, found.topics)
+    if request.session is None:
+        return encode_fetch_response(request.version, request.correlation_id, 0,
+                                     INVALID_SESSION_ID, found.topics)
+    error, session_id, topics = broker.fetch_sessions.respond(request.session, request.topics,
+                                                               found.topics)
+    return encode_fetch_response(request.version, request.correlation_id, error, session_id,
+                                 topics)
 
 
 def _ready(request: Request, found: Found) -> bool:

@@ -309,6 +309,14 @@ class BrokerMetrics:
               "Partitions without a leader")
         gauge("kafka_controller_kafkacontroller_activecontrollercount", 1,
               "1 on the active controller")
+        sessions = broker.fetch_sessions
+        gauge("kafka_server_fetchsessioncache_numincrementalfetchsessions", len(sessions),
+              "Incremental fetch sessions cached (KIP-227)")
+        gauge("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+              sessions.partitions_cached(), "Partitions in the cached fetch sessions")
+        name = "kafka_server_fetchsessioncache_incrementalfetchsessionevictionspersec_total"
+        family(name, "counter", "Fetch sessions evicted to make room for new ones")
+        out.append(f"{name} {sessions.evictions}")
         items = sorted(logs.items())
         for metric, attr, help_ in (("size", "size", "Bytes of the partition's segments"),
                                     ("logendoffset", "log_end_offset", "Log end offset"),

@@ -443,8 +443,8 @@ def test_fetch_checks_current_leader_epoch(broker, topic) -> None:
             assert (p.error_code, p.high_watermark) == (0, 4)
 
 
-def test_fetch_with_a_session_id_gets_fetch_session_id_not_found(broker, topic) -> None:
-    """pylog hands out no fetch sessions, so a session id is always stale."""
+def test_fetch_with_an_unknown_session_id_gets_fetch_session_id_not_found(broker, topic) -> None:
+    """An incremental fetch on a session the broker never made (or evicted)."""
     with RawClient(broker.bootstrap) as c:
         metadata(c, topic)
         for version in (7, 12):
