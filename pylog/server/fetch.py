@@ -13,7 +13,9 @@ a read on an older segment than the log end answers at once; a partition
 unknown to the node does not cut the wait short).  Limits follow KIP-74: ``partition_max_bytes``
 per partition, ``max_bytes`` (at most the broker's ``fetch.max.bytes``,
 KIP-541) for the response, except that the first batch found is returned
-whole so a consumer always makes progress.
+whole so a consumer always makes progress.  Fetch sessions (KIP-227,
+:mod:`pylog.server.fetch_sessions`): an incremental fetch reads every
+partition of its session and is answered with those that have news.
 """
 
 from __future__ import annotations
