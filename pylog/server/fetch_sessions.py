@@ -186,8 +186,8 @@ class FetchSessionCache:
 
     def _incremental(self, context: FetchContext, session: FetchSession,
                      topics: list) -> tuple[int, int, list]:
-        if session.epoch != context.expected_epoch or self.sessions.get(session.id) is not session:
-            # Another request moved the session on (or closed it) meanwhile.
+        if session.epoch != context.expected_epoch:
+            # Another request moved the session on while this one waited.
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
         parts = session.partitions
         out: list = []

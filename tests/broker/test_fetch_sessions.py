@@ -144,6 +144,24 @@ def test_an_incremental_long_poll_is_woken_by_its_partitions(broker, topic) -> N
         assert answered(r) == {(topic, 1): (0, 3, 0, len(batch(3)))}
 
 
+def test_a_parked_fetch_overtaken_by_the_next_epoch_gets_invalid_epoch(broker, topic) -> None:
+    """IncrementalFetchContext: the session's epoch moved on while the fetch
+    waited (a duplicate request), so its answer is INVALID_FETCH_SESSION_EPOCH."""
+    with RawClient(broker.bootstrap) as a, RawClient(broker.bootstrap) as b:
+        create(a, topic, 1)
+        sid = fetch(a, 0, 0, [(topic, 0, 0)]).session_id
+        a.send(ApiKey.FETCH, 12, {
+            "replica_id": -1, "max_wait_ms": 1500, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": sid, "session_epoch": 1, "topics": [],
+            "forgotten_topics_data": [], "rack_id": ""})
+        time.sleep(0.3)  # parked: no data
+        r = fetch(b, sid, 2, [])
+        assert (r.error_code, r.session_id, r.responses) == (0, sid, [])
+        _, r = a.recv(ApiKey.FETCH, 12)
+        assert (r.error_code, r.responses) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, [])
+        assert fetch(b, sid, 3, []).error_code == 0  # the session itself goes on
+
+
 def test_duplicate_partitions_of_a_full_fetch_make_one_session_entry(broker, topic) -> None:
     with RawClient(broker.bootstrap) as c:
         create(c, topic, 1)
