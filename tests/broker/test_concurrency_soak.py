@@ -26,6 +26,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -65,6 +66,18 @@ class _Acks:
             self.errors.append(f"{name} p{partition} #{seq}: {why}")
 
 
+def _round_robin(stop: threading.Event) -> Iterator[tuple[int, int]]:
+    """(partition, sequence) of each record to send, the partitions in turn,
+    until ``stop`` is set."""
+    seqs = [0] * PARTITIONS
+    i = 0
+    while not stop.is_set():
+        part = i % PARTITIONS
+        yield part, seqs[part]
+        seqs[part] += 1
+        i += 1
+
+
 def _confluent(bootstrap: str, topic: str, acks: _Acks, stop: threading.Event) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                   "acks": "all", "max.in.flight.requests.per.connection": 5,
@@ -72,13 +85,7 @@ def _confluent(bootstrap: str, topic: str, acks: _Acks, stop: threading.Event) -
                   "request.timeout.ms": REQUEST_TIMEOUT_MS, "message.timeout.ms": 60000,
                   "retry.backoff.ms": 50, "reconnect.backoff.ms": 50,
                   "reconnect.backoff.max.ms": 200}, logger=None)
-    seqs = [0] * PARTITIONS
-    i = 0
-    while not stop.is_set():
-        part = i % PARTITIONS
-        seq = seqs[part]
-        seqs[part] += 1
-        i += 1
+    for i, (part, seq) in enumerate(_round_robin(stop), 1):
 
         def done(err, msg, part=part, seq=seq):
             if err is None:
@@ -106,13 +113,7 @@ def _kafka_python(bootstrap: str, topic: str, acks: _Acks, stop: threading.Event
                       linger_ms=1, batch_size=8192, request_timeout_ms=REQUEST_TIMEOUT_MS,
                       delivery_timeout_ms=60000, retry_backoff_ms=50,
                       reconnect_backoff_ms=50, reconnect_backoff_max_ms=200)
-    seqs = [0] * PARTITIONS
-    i = 0
-    while not stop.is_set():
-        part = i % PARTITIONS
-        seq = seqs[part]
-        seqs[part] += 1
-        i += 1
+    for i, (part, seq) in enumerate(_round_robin(stop), 1):
         fut = p.send(topic, _value("k", part, seq), key=b"k%d" % (seq % 7), partition=part,
                      headers=[("s", str(seq).encode())])
         fut.add_callback(lambda md, part=part, seq=seq: acks.ok("k", part, seq, md.offset))

@@ -43,6 +43,25 @@ def _partition_count(bootstrap: str, topic: str) -> int | None:
         return None if t.error_code else len(t.partitions)
 
 
+def _kill_midway_and_restart(start_broker, b, c: RawClient, data, topic: str, first_dir: str):
+    """kill -9 ``b`` as soon as ``first_dir`` exists (``c`` sent the request
+    making ``topic``'s partitions), check the cut was real, restart, and check
+    the topic is back with all MANY partitions, its configs, and its last
+    partition served.  Returns the restarted broker."""
+    _wait_for_dir(data / first_dir)
+    b.kill()
+    c.close()
+    made = len([p for p in data.iterdir() if p.name.startswith(f"{topic}-")])
+    assert made < MANY  # cut short indeed
+    b2 = start_broker(log_dir=data, port=b.port)
+    assert _partition_count(b2.bootstrap, topic) == MANY
+    configs = _described(b2.bootstrap, topic)
+    assert {k: configs[k] for k in TOPIC_CONFIGS} == TOPIC_CONFIGS
+    with RawClient(b2.bootstrap) as rc:
+        assert latest_offset(rc, topic, MANY - 1) == 0
+    return b2
+
+
 def test_create_topics_cut_short_by_kill_9_comes_back_whole(start_broker, tmp_path) -> None:
     """kill -9 while CreateTopics makes the partition directories of a big
     topic.  Kafka writes a topic in one metadata record batch: after the
@@ -70,18 +89,8 @@ def test_create_topics_cut_short_by_kill_9_comes_back_whole(start_broker, tmp_pa
             ],
         },
     )
-    _wait_for_dir(data / "big-0")
-    b.kill()
-    c.close()
-    made = len([p for p in data.iterdir() if p.name.startswith("big-")])
-    assert made < MANY  # cut short indeed
-    b2 = start_broker(log_dir=data, port=b.port)
     # The first directory was made, so the topic was created: whole.
-    assert _partition_count(b2.bootstrap, "big") == MANY
-    configs = _described(b2.bootstrap, "big")
-    assert {k: configs[k] for k in TOPIC_CONFIGS} == TOPIC_CONFIGS
-    with RawClient(b2.bootstrap) as c:
-        assert latest_offset(c, "big", MANY - 1) == 0  # the last partition is served
+    b2 = _kill_midway_and_restart(start_broker, b, c, data, "big", "big-0")
     p = ck.Producer({"bootstrap.servers": b2.bootstrap})
     p.produce("big", key=b"k", value=b"v", partition=MANY - 1)
     assert p.flush(10) == 0
@@ -113,17 +122,7 @@ def test_create_partitions_cut_short_by_kill_9_comes_back_whole(start_broker, tm
             "validate_only": False,
         },
     )
-    _wait_for_dir(data / "grown-2")
-    b.kill()
-    c.close()
-    made = len([p for p in data.iterdir() if p.name.startswith("grown-")])
-    assert made < MANY  # cut short indeed
-    b2 = start_broker(log_dir=data, port=b.port)
-    assert _partition_count(b2.bootstrap, "grown") == MANY
-    configs = _described(b2.bootstrap, "grown")
-    assert {k: configs[k] for k in TOPIC_CONFIGS} == TOPIC_CONFIGS
-    with RawClient(b2.bootstrap) as c:
-        assert latest_offset(c, "grown", MANY - 1) == 0
+    _kill_midway_and_restart(start_broker, b, c, data, "grown", "grown-2")
 
 
 def _produce_until_killed(
