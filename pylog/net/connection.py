@@ -41,12 +41,13 @@ from pylog.net.framing import (
     pin_parts,
     release_parts,
 )
+from pylog.net.request_queue import RequestQueue
 
 log = logging.getLogger(__name__)
 
 # Stop reading a connection that has this many requests waiting: held behind
-# one in progress, or answered and waiting for their turn to be sent (Kafka's
-# queued.max.requests plays this role broker-wide).
+# one in progress, or answered and waiting for their turn to be sent (the
+# node's RequestQueue bounds held requests over all connections).
 MAX_QUEUED = 100
 # ... or this many bytes of requests held (read, not started).  Kafka reads
 # nothing more from a muted connection; without a byte bound a client that
@@ -75,9 +76,12 @@ class Connection(asyncio.BufferedProtocol):
     def __init__(self, handler: Handler, max_request_bytes: int, idle_ms: int,
                  on_close: Callable[[Connection], None] | None = None,
                  executor: Any = None,
-                 admit: Callable[[Connection], bool] | None = None) -> None:
+                 admit: Callable[[Connection], bool] | None = None,
+                 queue: RequestQueue | None = None) -> None:
         self.handler = handler
-        self.frames = FrameBuffer(max_request_bytes)
+        # queued.max.requests / queued.max.request.bytes, shared by the node
+        self.queue = queue if queue is not None else RequestQueue()
+        self.frames = FrameBuffer(max_request_bytes, self.queue)
         self.idle_s = idle_ms / 1000 if idle_ms >= 0 else None
         self.on_close = on_close
         self.executor = executor  # for page-cache misses; None: the loop's default
@@ -128,10 +132,11 @@ class Connection(asyncio.BufferedProtocol):
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.close()
             return
-        for frame in frames:
+        for i, frame in enumerate(frames):
             if self._closing():
                 # A write failed on the way (the peer reset): the transport
                 # is going away and connection_lost will cancel every task.
+                self.queue.release(sum(map(len, frames[i:])))
                 return
             if self._must_hold():
                 # Behind a request in progress, a client that does not read
@@ -139,9 +144,10 @@ class Connection(asyncio.BufferedProtocol):
                 # read, nothing built for it) until the connection drains.
                 self._held.append(frame)
                 self._held_bytes += len(frame)
+                self.queue.hold()
             else:
                 self._dispatch(frame)
-        if self._held:
+        if self._held or self.frames.blocked:
             self._update_reading()
 
     def eof_received(self) -> bool:
@@ -158,14 +164,31 @@ class Connection(asyncio.BufferedProtocol):
         for slot in self._slots:
             release_parts(slot.result)
         self._slots.clear()
+        self.queue.forget(self)
+        self.queue.release(self._held_bytes, len(self._held))
         self._held.clear()
         self._held_bytes = 0
+        self.frames.discard()
         if self._watch_fd >= 0:
             self._loop.remove_writer(self._watch_fd)
             os.close(self._watch_fd)
             self._watch_fd = -1
         if self.on_close is not None:
             self.on_close(self)
+
+    def queue_filled(self) -> None:
+        """The node's queue just filled (RequestQueue.hold)."""
+        if not self._lost:
+            self._update_reading()
+
+    def queue_drained(self) -> None:
+        """The node's queue has room again (RequestQueue.release)."""
+        if self._lost:
+            return
+        if not self.frames.unblock():
+            self.queue.wait(self)
+            return
+        self._update_reading()
 
     def pause_writing(self) -> None:
         # The client is not reading its responses: stop reading its requests.
@@ -189,6 +212,11 @@ class Connection(asyncio.BufferedProtocol):
             log.exception("request handler failed; closing connection from %s", self.peer)
             self.close()
             return
+        finally:
+            # Handled: what the handler still needs of it, it has parsed (a
+            # produce has appended its records), as Kafka releases a request's
+            # buffer once its API has handled it.
+            self.queue.release(len(frame))
         if inspect.isawaitable(result):
             if self._closing():
                 _discard(result)
@@ -255,6 +283,7 @@ class Connection(asyncio.BufferedProtocol):
         while held and not self._must_hold() and not self._closing():
             frame = held.popleft()
             self._held_bytes -= len(frame)
+            self.queue.requests -= 1
             self._dispatch(frame)
         self._update_reading()
 
@@ -275,6 +304,17 @@ class Connection(asyncio.BufferedProtocol):
             return
         should_pause = (self._write_paused or self._held_bytes >= MAX_HELD_BYTES
                         or len(self._slots) + len(self._held) >= MAX_QUEUED)
+        queue = self.queue
+        if self._must_hold():
+            queue.holders.add(self)
+            if not should_pause and queue.full():
+                should_pause = True  # no room for the request it would hold next
+                queue.wait(self)
+        else:
+            queue.holders.discard(self)
+        if not should_pause and self.frames.blocked:
+            should_pause = True  # no memory for the frame that is waiting
+            queue.wait(self)
         if should_pause and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()

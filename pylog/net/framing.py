@@ -11,12 +11,17 @@ After a large frame the next read asks for its size prefix alone: a producer
 that sent one large request usually sends another, and its bytes then go
 straight into their own buffer instead of through the staging buffer (the
 64 KiB copy was 2% of the broker's CPU on 300 KB produce requests).
+Every frame's bytes count against the node's
+:class:`~pylog.net.request_queue.RequestQueue` until the connection hands the
+frame back; a frame that needs its own buffer while that is exhausted waits
+(``blocked``) with the connection not reading.
 
 The staging buffer is shared by every connection of a thread (the event
 loop's): a protocol's ``get_buffer`` and ``buffer_updated`` always come in
 pairs, with nothing of another connection in between, and every frame leaves
 it as a copy or in a buffer of its own.  What a connection keeps between
-reads is at most 3 bytes of a size prefix.  A buffer per connection made each
+reads is at most 3 bytes of a size prefix (or, blocked, what arrived of the
+waiting frame, at most the staging buffer's size).  A buffer per connection made each
 idle connection cost 64 KiB: 5000 connections took 330 MB of the node's
 memory, which it kept after they closed.
 
@@ -32,6 +37,7 @@ import struct
 import threading
 
 from pylog.io import pagecache
+from pylog.net.request_queue import RequestQueue
 
 try:
     from pylog._native.buffers import alloc_frame as _alloc_frame
@@ -67,11 +73,17 @@ class FrameTooLargeError(Exception):
 class FrameBuffer:
     """Receive buffers and frame splitting for one connection."""
 
-    __slots__ = ("max_size", "_stage", "_view", "_rest", "_frame", "_fill",
-                 "_expect_large")
+    __slots__ = ("max_size", "queue", "blocked", "_stage", "_view", "_rest", "_frame",
+                 "_fill", "_expect_large")
 
-    def __init__(self, max_size: int) -> None:
+    def __init__(self, max_size: int, queue: RequestQueue | None = None) -> None:
         self.max_size = max_size
+        # Every frame's bytes are counted here from the moment it has a buffer
+        # until the connection hands it back (RequestQueue.release).
+        self.queue = queue if queue is not None else RequestQueue()
+        # The queue's bytes ran out when a frame needed a buffer of its own:
+        # its start waits in _rest, and the connection stops reading (unblock).
+        self.blocked = False
         staging = _staging  # this thread's: the loop's, where connections are made
         self._stage = staging.buffer
         self._view = staging.view
@@ -83,6 +95,11 @@ class FrameBuffer:
     def get_buffer(self) -> memoryview:
         """Where the next bytes from the socket go."""
         frame = self._frame
+        if frame is None and self.blocked:
+            # The connection stops reading while blocked; should a read come
+            # anyway, take it (over the bound) rather than offer no room.
+            self.unblock(force=True)
+            frame = self._frame
         if frame is not None:
             return memoryview(frame)[self._fill:]
         rest = self._rest
@@ -99,6 +116,7 @@ class FrameBuffer:
         """Account for ``nbytes`` received; return the frames now complete, in
         order.  Raises FrameTooLargeError before allocating for a bad size."""
         frames: list[bytearray] = []
+        queue = self.queue
         if self._frame is not None:
             self._fill += nbytes
             if self._fill < len(self._frame):
@@ -115,19 +133,49 @@ class FrameBuffer:
             have = end - start - 4
             if have >= size:
                 frames.append(stage[start + 4:start + 4 + size])  # bytearray: a copy
+                queue.bytes += size
                 start += 4 + size
                 self._expect_large = False
                 continue
-            # Incomplete: give the rest its own buffer and let the socket fill it.
-            frame = _alloc_frame(size)  # not zero-filled: the socket fills it all
-            # Through a memoryview: a bytearray slice assigned from another
-            # object's buffer is first copied into a temporary bytearray.
-            memoryview(frame)[:have] = self._view[start + 4:end]
-            self._frame, self._fill = frame, have
+            if queue.bytes >= queue.max_bytes:
+                # No memory for it now: keep what came (at most the staging
+                # buffer) and read no more until the queue drains.
+                self.blocked = True
+                break
+            self._start_frame(size, self._view[start + 4:end])
             start = end
             break
         self._rest = bytes(stage[start:end]) if start < end else _EMPTY
         return frames
+
+    def _start_frame(self, size: int, have: memoryview) -> None:
+        """Give an incomplete frame its own buffer; the socket fills the rest."""
+        frame = _alloc_frame(size)  # not zero-filled: the socket fills it all
+        # Through a memoryview: a bytearray slice assigned from another
+        # object's buffer is first copied into a temporary bytearray.
+        memoryview(frame)[:len(have)] = have
+        self._frame, self._fill = frame, len(have)
+        self.queue.bytes += size
+
+    def unblock(self, force: bool = False) -> bool:
+        """After the queue drained: start the frame that was waiting for a
+        buffer, if there is room now; whether reading may go on."""
+        if not self.blocked:
+            return True
+        if self.queue.out_of_memory() and not force:
+            return False
+        rest = self._rest
+        size, = _SIZE.unpack_from(rest, 0)
+        self._start_frame(size, memoryview(rest)[4:])
+        self._rest = _EMPTY
+        self.blocked = False
+        return True
+
+    def discard(self) -> None:
+        """The connection is gone: give back the frame being filled."""
+        frame, self._frame = self._frame, None
+        if frame is not None:
+            self.queue.release(len(frame))
 
 
 class FileRegion(bytes):

@@ -18,6 +18,7 @@ import socket
 from typing import Any
 
 from pylog.net.connection import Connection, Handler
+from pylog.net.request_queue import RequestQueue
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class Listener:
                  idle_ms: int, send_buffer: int = -1, receive_buffer: int = -1,
                  executor: Any = None, max_connections: int = INT_MAX,
                  max_per_ip: int = INT_MAX, per_ip_overrides: dict[str, int] | None = None,
-                 ) -> None:
+                 queue: RequestQueue | None = None) -> None:
         self.host = host
         self.port = port
         self.handler = handler
@@ -41,6 +42,7 @@ class Listener:
         self.receive_buffer = receive_buffer
         self.executor = executor
         self.connections: set[Connection] = set()
+        self.queue = queue if queue is not None else RequestQueue()
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.per_ip_overrides = dict(per_ip_overrides or {})
@@ -55,10 +57,11 @@ class Listener:
         if self._quotas:
             conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
                               on_close=self._closed, executor=self.executor,
-                              admit=self._admit)
+                              admit=self._admit, queue=self.queue)
         else:
             conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
-                              on_close=self.connections.discard, executor=self.executor)
+                              on_close=self.connections.discard, executor=self.executor,
+                              queue=self.queue)
         self.connections.add(conn)
         return conn
 

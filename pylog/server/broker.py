@@ -22,6 +22,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.io.backend import get_backend
 from pylog.log import LogManager
 from pylog.net.listener import Listener
+from pylog.net.request_queue import RequestQueue
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.fetch_sessions import FetchSessionCache
@@ -94,7 +95,8 @@ class Broker:
             receive_buffer=config["socket.receive.buffer.bytes"], executor=self.executor,
             max_connections=config["max.connections"],
             max_per_ip=config["max.connections.per.ip"],
-            per_ip_overrides=config["max.connections.per.ip.overrides"])
+            per_ip_overrides=config["max.connections.per.ip.overrides"],
+            queue=RequestQueue(config["queued.max.requests"], config["queued.max.request.bytes"]))
         self.endpoint: Endpoint = config.advertised()
         self.fetch_max_bytes: int = config["fetch.max.bytes"]
         self.fetch_sessions = FetchSessionCache(

@@ -169,7 +169,11 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # request's max_bytes (the first batch found still goes whole, KIP-74).
     "fetch.max.bytes": (_int(1024, INT_MAX), "57671680"),
     "connections.max.idle.ms": (_LONG, "600000"),
+    # The node's request queue (pylog.net.request_queue): requests held behind
+    # their connection's earlier ones, and bytes of requests not yet handled
+    # (-1 or 0: no bound, as Kafka's memory pool).
     "queued.max.requests": (_int(1, INT_MAX), "500"),
+    "queued.max.request.bytes": (_LONG, "-1"),
     # KIP-227: incremental fetch sessions kept (0: none, every fetch is full).
     "max.incremental.fetch.session.cache.slots": (_int(0, INT_MAX), "1000"),
     # Kafka's connection quotas (pylog.net.listener): a connection past them is

@@ -69,7 +69,7 @@ _BROKER_TYPES: dict[str, int] = {
                      "offsets.retention.check.interval.ms",
                      "log.message.timestamp.difference.max.ms",
                      "log.message.timestamp.before.max.ms",
-                     "log.message.timestamp.after.max.ms"), LONG),
+                     "log.message.timestamp.after.max.ms", "queued.max.request.bytes"), LONG),
     "log.cleanup.policy": LIST,
 }
 

@@ -286,14 +286,20 @@ class BrokerMetrics:
 
         broker = self.broker
         conns = list(broker.listener.connections)
-        queued = sum(len(getattr(c, "_slots", ())) for c in conns)
+        queue = broker.listener.queue
 
         def gauge(name: str, value: float, help_: str) -> None:
             family(name, "gauge", help_)
             out.append(f"{name} {value}")
 
-        gauge("kafka_network_requestchannel_requestqueuesize", queued,
-              "Requests read and not yet answered, all connections")
+        gauge("kafka_network_requestchannel_requestqueuesize", queue.requests,
+              "Requests read and waiting behind their connection's earlier ones "
+              "(queued.max.requests bounds them)")
+        gauge("kafka_network_socketserver_memorypoolused", queue.bytes,
+              "Bytes of requests read or being read and not yet handled")
+        gauge("kafka_network_socketserver_memorypoolavailable",
+              queue.max_bytes - queue.bytes if queue.bounded_bytes else 2**63 - 1,
+              "What queued.max.request.bytes leaves (Long.MAX_VALUE: no bound)")
         gauge("kafka_network_socketserver_networkprocessoravgidlepercent",
               round(self._idle_fraction(), 6),
               "Share of time the event loop waited for I/O since the previous scrape")
