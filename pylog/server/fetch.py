@@ -87,7 +87,7 @@ def _read(broker: Broker, request: Request) -> Found:
     aborted = [] if request.isolation_level == READ_COMMITTED else None
     min_one = True  # KIP-74 (v3+): the first batch found goes whole
     total = readable = 0
-    complete = errors = False
+    complete = errors = known = False
     out = []
     get_log = broker.logs.get_log
     for topic, partitions in request.topics:
@@ -100,6 +100,7 @@ def _read(broker: Broker, request: Request) -> Found:
                 parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
+            known = True
             if leader_epoch != NO_EPOCH and leader_epoch != log.leader_epoch:
                 # Partition.localLogWithEpochOrThrow (KIP-320): an error read,
                 # which answers the fetch at once.
@@ -141,7 +142,9 @@ def _read(broker: Broker, request: Request) -> Found:
                 continue
             parts.append((index, 0, hw, hw, log.log_start_offset, aborted, records))
         out.append((topic, parts))
-    return Found(out, total, readable, complete, errors)
+    # KafkaApis: with no partition left to read (every one unknown), the
+    # answer goes at once; it does not wait for max_wait_ms.
+    return Found(out, total, readable, complete or not known, errors)
 
 
 def handle_frame(broker: Broker, frame: bytearray) -> Any:
@@ -149,6 +152,7 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
     awaitable of it for a fetch that parks or reads cold data.  Malformed
     frames raise ProtocolError (the router closes the connection)."""
     request = Request(*decode_fetch_request(frame))
+    asked = request.topics  # as the request names them, for an error response
     if request.session_id != INVALID_SESSION_ID or request.session_epoch != FINAL_EPOCH:
         # v7+ and a fetch session (KIP-227): opened, used or closed.
         context = broker.fetch_sessions.context(request.session_id, request.session_epoch,
@@ -160,6 +164,10 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
             request = request._replace(topics=context.session.topics(), session=context)
         else:
             request = request._replace(session=context)
+    if request.isolation_level & ~READ_COMMITTED:  # neither 0 nor 1 (an int8)
+        refused = _unknown_isolation_level(broker, request, asked)
+        if refused is not None:
+            return refused
     topics = request.topics
     if request.session is None or request.session.session is None:
         if len(topics) > 1 or (topics and len(topics[0][1]) > 1):
@@ -167,6 +175,25 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
     if not _reads_cached(broker, request):
         return _read_cold(broker, request)
     return _respond(broker, request, _read(broker, request))
+
+
+def _unknown_isolation_level(broker: Broker, request: Request, asked: list) -> Any:
+    """Kafka's IsolationLevel.forId throws IllegalArgumentException for a level
+    other than 0 and 1.  KafkaApis.handleFetchRequest asks for the level only
+    once it has a partition to read (one its metadata knows), after the fetch
+    context is made (an incremental session has moved on, as here; a new one
+    is made only with a response), and answers the exception with
+    FetchRequest.getErrorResponse: UNKNOWN_SERVER_ERROR at the top (v7+) and
+    on every partition the request names, with the request's session id.
+    None when no partition is known: the fetch is answered as any other."""
+    get_log = broker.logs.get_log
+    if not any(get_log(topic, p[0]) is not None
+               for topic, partitions in request.topics for p in partitions):
+        return None
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+    topics = [(topic, [_error(p[0], code) for p in partitions]) for topic, partitions in asked]
+    return encode_fetch_response(request.version, request.correlation_id, code,
+                                 request.session_id, topics)
 
 
 def _one_per_partition(topics: list) -> list:

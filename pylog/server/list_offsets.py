@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 7)
 NO_EPOCH = -1  # current_leader_epoch: the client does not know it (and before v4)
+CONSUMER_REPLICA_ID = -1  # a client's request; brokers send their id, -2 is a debug tool
 
 
 def _refused(index: int, code: int) -> dict[str, Any]:
@@ -71,6 +72,18 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     v = header.api_version
     # As Kafka: every row of a partition named more than once is INVALID_REQUEST.
     dups = _duplicates(body)
+    if body.replica_id == CONSUMER_REPLICA_ID and body.isolation_level not in (0, 1):
+        # IsolationLevel.forId throws IllegalArgumentException("Unknown isolation
+        # level"); KafkaApis reads a consumer's level (v2+) for each partition
+        # in turn, inside the try that makes any exception that partition's
+        # error: UNKNOWN_SERVER_ERROR on every row that is not a duplicate.
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t.name, "partitions": [
+                _refused(p.partition_index, ErrorCode.INVALID_REQUEST
+                         if (t.name, p.partition_index) in dups
+                         else ErrorCode.UNKNOWN_SERVER_ERROR)
+                for p in t.partitions]}
+            for t in body.topics]}
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [
             _refused(p.partition_index, ErrorCode.INVALID_REQUEST)

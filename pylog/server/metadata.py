@@ -3,7 +3,8 @@
 A request naming a topic that does not exist creates it when
 ``auto.create.topics.enable`` and the request (v4+) allow it, as Kafka does;
 otherwise the topic comes back with UNKNOWN_TOPIC_OR_PARTITION, or
-INVALID_TOPIC_EXCEPTION when its name is not a legal one.
+INVALID_TOPIC_EXCEPTION when its name is not a legal one.  A v12+ request
+that names any topic id is answered by its topic ids alone, as Kafka's.
 """
 
 from __future__ import annotations
@@ -72,17 +73,41 @@ def _missing(name: str) -> dict[str, Any]:
     return _error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
+# Topic ids in requests came with v12; v10-11 carry the field but may not use it.
+FIRST_VERSION_BY_ID = 12
+
+
+def _by_ids(broker: Broker, ids: list[Any]) -> list[dict[str, Any]]:
+    """Kafka's handleTopicMetadataRequest when a v12+ request names a topic id:
+    the set of requested ids alone decides the answer (the names, and the
+    entries without an id, are ignored, so nothing is auto-created).  Each id
+    is answered once: the unknown ones first, as UNKNOWN_TOPIC_ID rows with a
+    null name, then the topics of the known ones."""
+    by_id = broker.topics.by_id
+    unknown: list[dict[str, Any]] = []
+    known: list[dict[str, Any]] = []
+    for topic_id in dict.fromkeys(ids):  # a set, as Kafka's, in the request's order
+        found = by_id.get(topic_id)
+        if found is None:
+            unknown.append(_error(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+        else:
+            known.append(_topic(broker, found))
+    return unknown + known
+
+
 def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
+    if version >= FIRST_VERSION_BY_ID:
+        ids = [t.topic_id for t in body.topics if t.topic_id.int != 0]
+        if ids:
+            return _by_ids(broker, ids)
     registry = broker.topics
     allow_create = broker.config["auto.create.topics.enable"] and (
         version < 4 or body.allow_auto_topic_creation)
     topics = []
     for req in body.topics:
         name = req.name
-        if name is None:  # v10+: by topic id
-            found = registry.by_id.get(req.topic_id)
-            topics.append(_topic(broker, found) if found else
-                          _error(None, ErrorCode.UNKNOWN_TOPIC_ID, req.topic_id))
+        if name is None:  # v12, with the zero topic id: no topic to look up
+            topics.append(_error(None, ErrorCode.UNKNOWN_TOPIC_ID, req.topic_id))
             continue
         found = registry.get(name)
         if found is None and allow_create:
@@ -93,10 +118,6 @@ def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
                 continue
         topics.append(_topic(broker, found) if found else _missing(name))
     return topics
-
-
-# Topic ids in requests came with v12; v10-11 carry the field but may not use it.
-FIRST_VERSION_BY_ID = 12
 
 
 def _refuse_ids(version: int, body: Any) -> dict[str, Any] | None:

@@ -20,10 +20,11 @@ record arrived for that long (exit status 0, as Kafka's).
 whose whole name matches, picking up matching topics created later, instead of
 one ``--topic``.  ``--key-deserializer``/``--value-deserializer`` (or the
 ``key.deserializer``/``value.deserializer``/``headers.deserializer`` formatter
-properties) take Kafka's String, ByteArray, Bytes, ByteBuffer, Integer, Long and
-Short deserializers.  The option checks are Kafka 3.6's: a group id given two
-different ways, ``--group`` with ``--partition``, ``--from-beginning`` with an
-``auto.offset.reset`` other than earliest are errors.
+properties) take Kafka's String, ByteArray, Bytes, ByteBuffer, Integer, Long,
+Short, Float, Double, UUID and Void deserializers.  The option checks are
+Kafka 3.6's: a group id given two different ways, ``--group`` with
+``--partition``, ``--from-beginning`` with an ``auto.offset.reset`` other than
+earliest are errors.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pylog.tools.common import (
     read_properties_file,
     run_tool,
 )
+from pylog.tools.java_text import DOUBLE, FLOAT, java_to_string, uuid_from_string
 
 METADATA_TIMEOUT_S = 30.0
 BATCH = 500
@@ -59,10 +61,16 @@ INCLUDE_REFRESH_S = 1.0
 LOG_CLASS = "kafka.tools.ConsoleConsumer$"
 _SERDE = "org.apache.kafka.common.serialization."
 SERIALIZATION_EXCEPTION = "org.apache.kafka.common.errors.SerializationException"
+ILLEGAL_ARGUMENT_EXCEPTION = "java.lang.IllegalArgumentException"
 
 
 class DeserializationError(Exception):
-    """A deserializer refused a record (Kafka's SerializationException)."""
+    """A deserializer refused a record: Kafka's SerializationException, or
+    the Java exception class ``exception`` names."""
+
+    def __init__(self, message: str, exception: str = SERIALIZATION_EXCEPTION) -> None:
+        super().__init__(message)
+        self.exception = exception
 
 
 def _fixed_int(size: int, fmt: str, name: str) -> Callable[[bytes], bytes]:
@@ -72,6 +80,38 @@ def _fixed_int(size: int, fmt: str, name: str) -> Callable[[bytes], bytes]:
         return str(struct.unpack(fmt, data)[0]).encode()
 
     return deserialize
+
+
+def _float(data: bytes) -> bytes:
+    """Kafka's FloatDeserializer, printed with Float.toString."""
+    if len(data) != 4:
+        raise DeserializationError("Size of data received by Deserializer is not 4")
+    return java_to_string(int.from_bytes(data, "big"), FLOAT).encode()
+
+
+def _double(data: bytes) -> bytes:
+    """Kafka's DoubleDeserializer, printed with Double.toString."""
+    if len(data) != 8:
+        raise DeserializationError("Size of data received by Deserializer is not 8")
+    return java_to_string(int.from_bytes(data, "big"), DOUBLE).encode()
+
+
+def _uuid(data: bytes) -> bytes:
+    """Kafka's UUIDDeserializer: UUID.fromString of the UTF-8 text (Java 11+:
+    five "-"-separated hex fields of any length, each masked to its width, at
+    most 36 chars), printed in the canonical lowercase form."""
+    try:
+        return str(uuid_from_string(data.decode("utf-8", errors="replace"))).encode()
+    except ValueError:
+        raise DeserializationError("Error parsing data into UUID") from None
+
+
+def _void(data: bytes) -> bytes:
+    """Kafka's VoidDeserializer accepts only null, which the formatter never
+    passes (a null key or value reaches the deserializer as null.literal's
+    bytes): every record is refused."""
+    raise DeserializationError("Data should be null for a VoidDeserializer.",
+                               ILLEGAL_ARGUMENT_EXCEPTION)
 
 
 def _bytes_text(data: bytes) -> bytes:
@@ -93,6 +133,10 @@ DESERIALIZERS: dict[str, Callable[[bytes], bytes]] = {
     _SERDE + "IntegerDeserializer": _fixed_int(4, ">i", "IntegerDeserializer"),
     _SERDE + "LongDeserializer": _fixed_int(8, ">q", "LongDeserializer"),
     _SERDE + "ShortDeserializer": _fixed_int(2, ">h", "ShortDeserializer"),
+    _SERDE + "FloatDeserializer": _float,
+    _SERDE + "DoubleDeserializer": _double,
+    _SERDE + "UUIDDeserializer": _uuid,
+    _SERDE + "VoidDeserializer": _void,
 }
 
 
@@ -457,9 +501,9 @@ def _consume(args: argparse.Namespace, consumer: Any, formatter: Formatter, subs
                 except DeserializationError as exc:
                     if not args.skip_message_on_error:
                         raise ToolError(f"Unknown error when running consumer: "
-                                        f"{SERIALIZATION_EXCEPTION}: {exc}") from None
+                                        f"{exc.exception}: {exc}") from None
                     log_error("Error processing message, skipping this message: ",
-                              f"{SERIALIZATION_EXCEPTION}: {exc}")
+                              f"{exc.exception}: {exc}")
             out.flush()
             if no_offset:
                 raise _Stop(_no_offset(sorted(set(no_offset))))
@@ -519,7 +563,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip a message that fails instead of stopping")
     p.add_argument("--key-deserializer", metavar="deserializer for key",
                    help="a Kafka deserializer class for printing keys (String, ByteArray, "
-                        "Bytes, ByteBuffer, Integer, Long, Short)")
+                        "Bytes, ByteBuffer, Integer, Long, Short, Float, Double, UUID, "
+                        "Void)")
     p.add_argument("--value-deserializer", metavar="deserializer for values",
                    help="a Kafka deserializer class for printing values")
     p.add_argument("--formatter", metavar="class",

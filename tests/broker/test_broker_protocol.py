@@ -259,6 +259,24 @@ def test_fetch_long_poll_times_out_empty(broker, topic) -> None:
         assert len(r.responses[0].partitions[0].records) == 0
 
 
+def test_fetch_of_unknown_partitions_only_does_not_wait(broker, topic) -> None:
+    """KafkaApis sets unknown partitions aside; with none left to read the
+    answer goes at once, whatever max_wait_ms (with a known one, it waits)."""
+    missing = f"{topic}-missing"
+    with RawClient(broker.bootstrap, timeout=20) as c:
+        metadata(c, topic)
+        r = c.request(ApiKey.FETCH, 11, fetch_body(missing, 0, max_wait_ms=600_000))
+        [(name, part)] = [(t.topic, t.partitions[0]) for t in r.responses]
+        assert (name, part.error_code) == (missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        body = fetch_body(topic, 0, max_wait_ms=300)
+        body["topics"].append(fetch_body(missing, 0)["topics"][0])
+        started = time.monotonic()
+        r = c.request(ApiKey.FETCH, 11, body)
+        assert time.monotonic() - started > 0.25  # the known partition waited
+        assert [t.partitions[0].error_code for t in r.responses] == [
+            0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
 def test_pipelined_responses_keep_request_order(broker, topic) -> None:
     with RawClient(broker.bootstrap) as c, RawClient(broker.bootstrap) as producer:
         metadata(producer, topic)
