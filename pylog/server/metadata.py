@@ -104,11 +104,15 @@ def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
     allow_create = broker.config["auto.create.topics.enable"] and (
         version < 4 or body.allow_auto_topic_creation)
     topics = []
+    seen: set[str] = set()
     for req in body.topics:
         name = req.name
         if name is None:  # v12, with the zero topic id: no topic to look up
             topics.append(_error(None, ErrorCode.UNKNOWN_TOPIC_ID, req.topic_id))
             continue
+        if name in seen:
+            continue  # Kafka looks up the set of names: each is answered once
+        seen.add(name)
         found = registry.get(name)
         if found is None and allow_create:
             try:

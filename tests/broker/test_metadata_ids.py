@@ -70,3 +70,13 @@ def test_a_request_without_topic_ids_is_answered_by_name(broker, topic) -> None:
         r = _metadata(c, 12, [{"name": topic, "topic_id": ZERO}])
         assert [(t.name, t.error_code, len(t.partitions)) for t in r.topics] == [(topic, 0, 1)]
         assert r.topics[0].topic_id != ZERO
+
+
+def test_a_topic_named_twice_is_answered_once(broker, topic) -> None:
+    """Kafka looks the request's names up as a set."""
+    other = f"{topic}-other"
+    with RawClient(broker.bootstrap) as c:
+        for version in (1, 9, 12):
+            r = _metadata(c, version, [{"name": n, "topic_id": ZERO}
+                                       for n in (topic, other, topic, other, topic)])
+            assert [(t.name, t.error_code) for t in r.topics] == [(topic, 0), (other, 0)]
