@@ -6,7 +6,8 @@ past them is closed as soon as it is accepted, before anything is read from
 it.  (Kafka closes one over the per-ip limit the same way; over the
 broker-wide one its acceptor stops accepting until a slot frees, which an
 asyncio server cannot do: pylog closes it too, and the client reconnects after
-its backoff.)
+its backoff.)  The quotas may change while the node runs (dynamic broker
+configs): new limits apply to connections made after, counting the ones open.
 """
 
 from __future__ import annotations
@@ -48,25 +49,65 @@ class Listener:
         self.per_ip_overrides = dict(per_ip_overrides or {})
         self._per_ip: dict[str, int] = {}  # open connections by address (with quotas on)
         self._counted = 0
-        # No quota set: nothing to count, nothing to check per connection.
-        self._quotas = (max_connections < INT_MAX or max_per_ip < INT_MAX
-                        or bool(self.per_ip_overrides))
+        self._quotas = False  # any quota set: count connections and check each new one
         self._server: asyncio.base_events.Server | None = None
+        self._quota_task: asyncio.Task | None = None
+        self._set_quotas(max_connections, max_per_ip, self.per_ip_overrides)
 
     def _protocol(self) -> Connection:
-        if self._quotas:
-            conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
-                              on_close=self._closed, executor=self.executor,
-                              admit=self._admit, queue=self.queue)
-        else:
-            conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
-                              on_close=self.connections.discard, executor=self.executor,
-                              queue=self.queue)
+        conn = Connection(self.handler, self.max_request_bytes, self.idle_ms,
+                          on_close=self._closed, executor=self.executor,
+                          admit=self._admit if self._quotas else None, queue=self.queue)
         self.connections.add(conn)
         return conn
 
+    def set_quotas(self, max_connections: int, max_per_ip: int,
+                   per_ip_overrides: dict[str, int]) -> asyncio.Task | None:
+        """New connection quotas (a dynamic config change): they apply to the
+        connections made from now on, and count the ones already open.  At
+        once, unless the overrides name hosts: then once they are resolved,
+        by the task returned."""
+        try:
+            overrides = {str(ipaddress.ip_address(h)): n for h, n in per_ip_overrides.items()}
+        except ValueError:
+            # Held here: the loop keeps only a weak reference to a task.
+            self._quota_task = asyncio.get_running_loop().create_task(
+                self._resolve_quotas(max_connections, max_per_ip, per_ip_overrides))
+            return self._quota_task
+        self._set_quotas(max_connections, max_per_ip, overrides)
+        return None
+
+    async def _resolve_quotas(self, max_connections: int, max_per_ip: int,
+                              per_ip_overrides: dict[str, int]) -> None:
+        try:
+            overrides = await _resolve(asyncio.get_running_loop(), per_ip_overrides)
+        except OSError as exc:
+            log.error("max.connections.per.ip.overrides %s: %s; the quotas stay as they were",
+                      per_ip_overrides, exc)
+            return
+        self._set_quotas(max_connections, max_per_ip, overrides)
+
+    def _set_quotas(self, max_connections: int, max_per_ip: int,
+                    overrides: dict[str, int]) -> None:
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.per_ip_overrides = dict(overrides)
+        quotas = (max_connections < INT_MAX or max_per_ip < INT_MAX or bool(overrides))
+        if quotas == self._quotas:
+            return
+        self._quotas = quotas
+        # No quota: nothing to count.  Quotas from now on: count what is open.
+        self._per_ip.clear()
+        self._counted = 0
+        for conn in self.connections:
+            conn.quota_key = None
+            if quotas and not conn.closed and conn.peer is not None:
+                self._count(conn)
+
     def _admit(self, conn: Connection) -> bool:
         """Whether a new connection is within the quotas (it is counted if so)."""
+        if not self._quotas:
+            return True  # made before the quotas were lifted
         ip = conn.peer[0] if isinstance(conn.peer, tuple) else str(conn.peer)
         count = self._per_ip.get(ip, 0)
         limit = self.per_ip_overrides.get(ip, self.max_per_ip)
@@ -78,10 +119,14 @@ class Listener:
             log.info("closing connection from %s: max.connections=%d reached", conn.peer,
                      self.max_connections)
             return False
-        self._per_ip[ip] = count + 1
+        self._count(conn)
+        return True
+
+    def _count(self, conn: Connection) -> None:
+        ip = conn.peer[0] if isinstance(conn.peer, tuple) else str(conn.peer)
+        self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
         self._counted += 1
         conn.quota_key = ip
-        return True
 
     def _closed(self, conn: Connection) -> None:
         self.connections.discard(conn)

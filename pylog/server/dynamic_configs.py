@@ -8,11 +8,12 @@ per-broker, cluster default, static, Kafka default.
 
 Which keys may change: those Kafka 3.6 lists as dynamically updatable
 (docs 3.1.1, "Updating Default Topic Configuration") that pylog has, i.e.
-the defaults of the topic configs.  They apply at once: every topic without
-its own override follows the new default, through the same path a topic
-config change takes (``LogManager.update_topic_config``).  A key pylog knows
-but cannot change while running (listeners, connection quotas, thread
-counts, ...) is refused as Kafka refuses a read-only key:
+the defaults of the topic configs and the connection quotas.  They apply at
+once: every topic without its own override follows the new default, through
+the same path a topic config change takes (``LogManager.update_topic_config``);
+new connection quotas apply to the connections made after (the listener
+counts the ones open).  A key pylog knows but cannot change while running
+(listeners, thread counts, ...) is refused as Kafka refuses a read-only key:
 INVALID_REQUEST ``Cannot update these configs dynamically: Set(...)``.  A
 name pylog does not know is kept, as Kafka keeps custom configs, and has no
 effect.
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 FILE = "pylog-dynamic-configs.json"
 
 #: Kafka's dynamically updatable keys (cluster-wide, so also per-broker) that
-#: pylog applies while running: the broker defaults of the topic configs.
+#: pylog applies while running: the broker defaults of the topic configs and
+#: the connection quotas.
 DYNAMIC_KEYS = frozenset({
     "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
     "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
@@ -52,6 +54,8 @@ DYNAMIC_KEYS = frozenset({
     "message.max.bytes", "compression.type", "log.preallocate",
     "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
     "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+    # Kafka's DynamicConnectionQuota: new limits count the connections open.
+    "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
 })
 assert DYNAMIC_KEYS <= KEYS.keys()
 
@@ -159,6 +163,10 @@ def validate(config: BrokerConfig, name: str, per_broker: bool,
         for key, raw in props.items():
             check = _TOPIC_CHECKS.get(key)
             clean[key] = check(key, raw) if check is not None else raw.strip()
+            if key in KEYS:
+                # Each value on its own, as Kafka parses every one it is
+                # given: the broker's own value may hide a default's.
+                KEYS[key][0](key, clean[key])
         default = config.dynamic_default if per_broker else clean
         mine = clean if per_broker else config.dynamic_broker
         return config.with_dynamic(default, mine)
@@ -179,6 +187,9 @@ def replace(broker: Broker, name: str, props: Mapping[str, str], validate_only: 
     _save(broker.config, candidate.dynamic_default, candidate.dynamic_broker)
     broker.config.adopt(candidate)
     _push_defaults(broker)
+    config = broker.config
+    broker.listener.set_quotas(config["max.connections"], config["max.connections.per.ip"],
+                               config["max.connections.per.ip.overrides"])
 
 
 def _push_defaults(broker: Broker) -> None:

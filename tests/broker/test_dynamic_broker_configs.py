@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 )
 from kafka_wire import RawClient
 from test_broker_configs import describe, synonyms
+from test_net_load import _served
 
 from pylog.protocol import ApiKey, ErrorCode
 
@@ -266,3 +267,48 @@ def test_refusals_validation_and_replacement(broker):
             assert legacy(c, "", {}).error_code == 0
             assert legacy(c, "0", {}).error_code == 0
         assert describe(c, BROKER, "") == {}
+
+
+def test_connection_quotas_change_while_running(start_broker, tmp_path):
+    """Kafka's DynamicConnectionQuota: max.connections.per.ip, its overrides
+    and max.connections change at run time; the new limits count the
+    connections already open and apply to the next ones; lifted, they stop
+    refusing; set, they survive a restart."""
+    b = start_broker(log_dir=tmp_path / "data")
+    held = [_served(b.bootstrap) for _ in range(3)]
+    assert all(held)
+    c = held[0]
+    assert iac(c, "", [("max.connections.per.ip", SET, "4")]).error_code == 0
+    held.append(_served(b.bootstrap))  # the fourth from this address
+    assert held[-1] is not None
+    assert _served(b.bootstrap) is None
+    r = iac(c, "0", [("max.connections.per.ip.overrides", SET, "127.0.0.1:6")])
+    assert r.error_code == 0, r.error_message
+    held += [_served(b.bootstrap) for _ in range(2)]
+    assert all(held) and _served(b.bootstrap) is None
+    r = iac(c, "", [("max.connections", SET, "5")])  # below what is open: none more
+    assert r.error_code == 0, r.error_message
+    held.pop().close()
+    assert _served(b.bootstrap) is None
+    got = describe(c, BROKER, "0", ["max.connections", "max.connections.per.ip",
+                                    "max.connections.per.ip.overrides"])
+    assert {k: (e.value, e.config_source) for k, e in got.items()} == {
+        "max.connections": ("5", DYN_DEFAULT), "max.connections.per.ip": ("4", DYN_DEFAULT),
+        "max.connections.per.ip.overrides": ("127.0.0.1:6", DYN_BROKER)}
+    r = iac(c, "", [("max.connections.per.ip.overrides", SET, "127.0.0.1")])
+    assert r.error_code == ErrorCode.INVALID_CONFIG
+    # Lifted: connections are let in again.
+    assert iac(c, "", [("max.connections", DELETE, None),
+                       ("max.connections.per.ip", DELETE, None)]).error_code == 0
+    assert iac(c, "0", [("max.connections.per.ip.overrides", DELETE, None)]).error_code == 0
+    more = [_served(b.bootstrap) for _ in range(3)]
+    assert all(more)
+    assert iac(c, "", [("max.connections.per.ip", SET, "2")]).error_code == 0
+    for x in held + more:
+        x.close()
+    b.stop()
+    b = start_broker(log_dir=tmp_path / "data")
+    two = [_served(b.bootstrap) for _ in range(2)]
+    assert all(two) and _served(b.bootstrap) is None
+    for x in two:
+        x.close()
