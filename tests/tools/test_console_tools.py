@@ -97,6 +97,15 @@ def _consume(pylog, bootstrap: str, topic: str, *extra: str):
                  "--from-beginning", "--timeout-ms", "10000", *extra)
 
 
+def _stopped(r, printed: list[str], total: int, error: str) -> None:
+    """The consumer printed these lines, then stopped on the record its
+    deserializer refused (exit 1), as Kafka's does."""
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == printed
+    assert r.stderr.splitlines() == [f"Processed a total of {total} messages",
+                                     f"Unknown error when running consumer: {error}"]
+
+
 def test_float_and_double_deserializers_print_as_java(pylog, tool_broker, topic):
     """FloatDeserializer / DoubleDeserializer: exactly 4 / 8 big-endian bytes,
     printed as Float.toString / Double.toString do."""
@@ -112,12 +121,8 @@ def test_float_and_double_deserializers_print_as_java(pylog, tool_broker, topic)
     floats.append((None, "1.8988725E28"))
     _produce_bytes(b, f"{topic}-f", [(None, v) for v, _ in floats] + [(None, b"abc")])
     r = _consume(pylog, b, f"{topic}-f", "--value-deserializer", SERDE + "FloatDeserializer")
-    assert r.returncode == 1
-    assert r.stdout.splitlines() == [text for _, text in floats]
-    assert r.stderr.splitlines() == [
-        f"Processed a total of {len(floats) + 1} messages",
-        f"Unknown error when running consumer: {SERIALIZATION_EXCEPTION}: "
-        "Size of data received by Deserializer is not 4"]
+    _stopped(r, [text for _, text in floats], len(floats) + 1,
+             f"{SERIALIZATION_EXCEPTION}: Size of data received by Deserializer is not 4")
 
     doubles = [(struct.pack(">d", v), text) for v, text in (
         (1.0, "1.0"), (1e10, "1.0E10"), (1e-5, "1.0E-5"), (0.1, "0.1"), (1e23, "1.0E23"),
@@ -129,11 +134,8 @@ def test_float_and_double_deserializers_print_as_java(pylog, tool_broker, topic)
     _produce_bytes(b, f"{topic}-d", [(v, b"x") for v, _ in doubles] + [(b"1234", b"y")])
     r = _consume(pylog, b, f"{topic}-d", "--property", "print.key=true",
                  "--key-deserializer", SERDE + "DoubleDeserializer")
-    assert r.returncode == 1
-    assert r.stdout.splitlines() == [f"{text}\tx" for _, text in doubles]
-    assert r.stderr.splitlines()[-1] == (
-        f"Unknown error when running consumer: {SERIALIZATION_EXCEPTION}: "
-        "Size of data received by Deserializer is not 8")
+    _stopped(r, [f"{text}\tx" for _, text in doubles], len(doubles) + 1,
+             f"{SERIALIZATION_EXCEPTION}: Size of data received by Deserializer is not 8")
 
 
 def test_uuid_deserializer_prints_java_uuid_from_string(pylog, tool_broker, topic):
@@ -145,12 +147,8 @@ def test_uuid_deserializer_prints_java_uuid_from_string(pylog, tool_broker, topi
              (b"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000")]
     _produce_bytes(b, topic, [(None, v) for v, _ in uuids] + [(None, b"not-a-uuid")])
     r = _consume(pylog, b, topic, "--value-deserializer", SERDE + "UUIDDeserializer")
-    assert r.returncode == 1
-    assert r.stdout.splitlines() == [text for _, text in uuids]
-    assert r.stderr.splitlines() == [
-        f"Processed a total of {len(uuids) + 1} messages",
-        f"Unknown error when running consumer: {SERIALIZATION_EXCEPTION}: "
-        "Error parsing data into UUID"]
+    _stopped(r, [text for _, text in uuids], len(uuids) + 1,
+             f"{SERIALIZATION_EXCEPTION}: Error parsing data into UUID")
 
 
 def test_void_deserializer_refuses_what_the_formatter_passes(pylog, tool_broker, topic):
