@@ -10,12 +10,28 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 READY = "pylog broker: node"
 START_TIMEOUT_S = 30
 # The broker's event loops (PYLOG_EVENT_LOOP); the default is the first.
 EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str,
+             interval: float = 0.1) -> object:
+    """Poll ``predicate`` until it returns something true (returned), for
+    background work; past ``timeout`` seconds an AssertionError naming
+    ``what`` (a liveness bound, never a speed threshold)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
 
 
 def free_port() -> int:

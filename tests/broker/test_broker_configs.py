@@ -28,10 +28,11 @@ def create(c: RawClient, name: str, configs: dict[str, str] | None = None) -> An
 
 
 def iac(c: RawClient, name: str, ops: list[tuple[str, int, str | None]],
-        validate_only: bool = False) -> Any:
-    """IncrementalAlterConfigs of one topic: (name, operation, value) ops."""
+        validate_only: bool = False, resource_type: int = TOPIC) -> Any:
+    """IncrementalAlterConfigs of one resource (a topic unless said):
+    (name, operation, value) ops."""
     r = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": validate_only,
-                  "resources": [{"resource_type": TOPIC, "resource_name": name, "configs": [
+                  "resources": [{"resource_type": resource_type, "resource_name": name, "configs": [
                       {"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]})
     return r.responses[0]
 

@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 )
 from kafka_wire import RawClient
 from test_broker_configs import describe, synonyms
+from test_broker_configs import iac as topic_or_broker_iac
 from test_net_load import _served
 
 from pylog.protocol import ApiKey, ErrorCode
@@ -39,10 +40,7 @@ DAY_MS = 86_400_000
 
 def iac(c: RawClient, name: str, ops: list[tuple[str, int, str | None]],
         validate_only: bool = False) -> Any:
-    r = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": validate_only,
-                  "resources": [{"resource_type": BROKER, "resource_name": name, "configs": [
-                      {"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]})
-    return r.responses[0]
+    return topic_or_broker_iac(c, name, ops, validate_only, BROKER)
 
 
 def legacy(c: RawClient, name: str, configs: dict[str, str | None],

@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from broker_process import EVENT_LOOPS, rss_mib
+from broker_process import EVENT_LOOPS, rss_mib, wait_for
 from kafka_wire import RawClient, produce_body
 from test_broker_protocol import batch, fetch_body
 
@@ -37,13 +37,6 @@ def _settled_fds(pid: int) -> int:
         if now == last:
             return now
         last = now
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _create(bootstrap: str, *names: str) -> None:
@@ -204,7 +197,7 @@ def test_idle_timeout_reaps_clients_that_stopped_reading(start_broker, topic) ->
                 got += len(chunk)
                 time.sleep(0.05)
             assert slow.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
-        _wait_for(lambda: _open_fds(pid) <= baseline, 30, "the stuck connections to be closed")
+        wait_for(lambda: _open_fds(pid) <= baseline, 30, "the stuck connections to be closed")
     finally:
         for c in stuck:
             c.close()
@@ -242,7 +235,7 @@ def test_idle_connections_cost_little_memory_and_no_fds_once_gone(start_broker, 
             if i % 2:
                 s.sendall(b"\x00\x00")  # half a size prefix
             idle.append(s)
-        _wait_for(lambda: _open_fds(pid) >= fds + IDLE_CONNECTIONS, 30, "the connections")
+        wait_for(lambda: _open_fds(pid) >= fds + IDLE_CONNECTIONS, 30, "the connections")
         grown = rss_mib(pid) - rss
         # Was ~66 MB (64 KiB each); now a few KiB each.
         assert grown < IDLE_CONNECTIONS * 24 / 1024, grown
@@ -265,7 +258,7 @@ def test_idle_connections_cost_little_memory_and_no_fds_once_gone(start_broker, 
         if i % 3:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
-    _wait_for(lambda: _open_fds(pid) <= fds, 30, "the closed connections' fds to go")
+    wait_for(lambda: _open_fds(pid) <= fds, 30, "the closed connections' fds to go")
     with RawClient(b.bootstrap) as other:
         assert other.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
     _check_clean_stop(b)
@@ -293,8 +286,8 @@ def test_connection_quotas_close_connections_past_them(start_broker) -> None:
     assert all(held)
     assert _served(b.bootstrap) is None
     held.pop().close()
-    _wait_for(lambda: (c := _served(b.bootstrap)) is not None and held.append(c) is None,
-              10, "the freed slot")
+    wait_for(lambda: (c := _served(b.bootstrap)) is not None and held.append(c) is None,
+             10, "the freed slot")
     assert _served(b.bootstrap) is None
     for c in held:
         c.close()

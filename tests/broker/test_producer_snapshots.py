@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import test_broker_durability
+from broker_process import wait_for
 from kafka_wire import RawClient, latest_offset, produce_body
 from test_broker_protocol import partition_response
 
@@ -42,17 +43,6 @@ def batch(n: int = 3, ts: int | list[int] | None = None, **kwargs: int) -> bytes
     for i, t in enumerate(stamps):
         b.append(t, b"k", b"value-%d" % i)
     return b.build()
-
-
-def wait_for(what: str, check):
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 def create_topic(c: RawClient, name: str, **configs: str) -> None:
@@ -114,8 +104,8 @@ def test_snapshot_at_every_roll_and_kill_9_replays_only_the_tail(
     bases = offsets_of(part, ".log")
     assert len(bases) > 5, bases
     # a snapshot at every roll offset (written off the event loop: wait for it)
-    wait_for("a snapshot at every roll",
-             lambda: set(bases[1:]) <= set(offsets_of(part, ".snapshot")))
+    wait_for(lambda: set(bases[1:]) <= set(offsets_of(part, ".snapshot")), WAIT_S,
+             "a snapshot at every roll")
     b.kill()
     b2 = start_broker(NO_PERIODIC, log_dir=data, port=b.port)
     # the state came from the snapshot at the active segment's base: only the
@@ -164,12 +154,12 @@ def test_retry_after_kill_9_when_log_start_passed_the_old_snapshots(
         else:
             low = end
         # retention removed every segment below the log start offset
-        wait_for("retention", lambda: offsets_of(part, ".log")[0] <= low
-                 < (offsets_of(part, ".log") + [end + 1])[1])
+        wait_for(lambda: offsets_of(part, ".log")[0] <= low
+                 < (offsets_of(part, ".log") + [end + 1])[1], WAIT_S, "retention")
         # and the snapshot of the active segment's base is on disk
-        wait_for("the snapshot at the active segment's base", lambda: offsets_of(
-            part, ".snapshot") and offsets_of(part, ".snapshot")[-1] >= offsets_of(
-            part, ".log")[-1])
+        wait_for(lambda: offsets_of(part, ".snapshot") and offsets_of(
+            part, ".snapshot")[-1] >= offsets_of(part, ".log")[-1], WAIT_S,
+            "the snapshot at the active segment's base")
         assert offsets_of(part, ".log")[0] > 9  # p's batches are gone
     b.kill()
     b2 = start_broker(NO_PERIODIC, log_dir=data, port=b.port)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from broker_process import wait_for  # noqa: F401  (the group tests import it from here)
 
 # Small enough to keep tests quick, large enough that consumers started
 # together land in one first generation.
@@ -32,15 +31,3 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int 
     for i in range(start, start + count):
         p.produce(topic, str(i).encode(), partition=i % partitions)
     assert p.flush(30) == 0
-
-
-def wait_for(predicate: Callable[[], object], timeout: float, what: str,
-             interval: float = 0.1) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
