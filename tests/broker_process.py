@@ -4,6 +4,7 @@ directory that needs one (the fixtures live in each directory's conftest)."""
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import socket
@@ -44,8 +45,12 @@ class BrokerProcess:
     """One broker node process; ``bootstrap`` is ``host:port``."""
 
     def __init__(self, log_dir: Path, *overrides: str, port: int | None = None,
-                 config: Path | None = None, event_loop: str | None = None) -> None:
+                 config: Path | None = None, event_loop: str | None = None,
+                 file_size_limit: int | None = None) -> None:
         self.log_dir = log_dir
+        # RLIMIT_FSIZE of the process: a write past it fails with EFBIG, a real
+        # refusal by the kernel, as a full disk's ENOSPC (Python ignores SIGXFSZ).
+        self.file_size_limit = file_size_limit
         self.event_loop = event_loop  # None: the broker's default
         self.config = config
         self.port = port or free_port()
@@ -65,8 +70,11 @@ class BrokerProcess:
         env = dict(os.environ)
         if self.event_loop is not None:
             env["PYLOG_EVENT_LOOP"] = self.event_loop
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1, env=env)
+        limit = self.file_size_limit
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            env=env, preexec_fn=None if limit is None else (
+                lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))))
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
@@ -93,6 +101,13 @@ class BrokerProcess:
             self.output.append(out or "")
         except subprocess.TimeoutExpired:
             self.kill()
+        return self.proc.returncode
+
+    def wait_exit(self, timeout: float = 20) -> int:
+        """Wait for the process to end on its own; its exit status."""
+        assert self.proc is not None
+        out, _ = self.proc.communicate(timeout=timeout)
+        self.output.append(out or "")
         return self.proc.returncode
 
     def kill(self) -> None:

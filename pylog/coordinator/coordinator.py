@@ -240,6 +240,12 @@ class GroupCoordinator:
             self.store.append(group.group_id, entries)
         except RecordBatchTooLargeError:
             return E.INVALID_COMMIT_OFFSET_SIZE
+        except OSError as exc:
+            # The dir goes offline (pylog.log.dir_failure); Kafka's
+            # GroupMetadataManager answers KAFKA_STORAGE_ERROR as NOT_COORDINATOR.
+            self.store.topics.logs.failures.fail(
+                f"Error while appending to {OFFSETS_TOPIC} for group {group.group_id}", exc)
+            return E.NOT_COORDINATOR
         except Exception:
             log.exception("writing to %s failed for group %s", "__consumer_offsets",
                           group.group_id)

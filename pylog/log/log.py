@@ -550,6 +550,11 @@ class Log:
 
     # -- life cycle --------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """Closed, or deleted with its topic."""
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(f"log {self.dir.name} is closed")

@@ -35,7 +35,9 @@ from pylog.log.checkpoint import (
     OffsetCheckpointFile,
 )
 from pylog.log.config import LogConfig, ManagerConfig
+from pylog.log.dir_failure import LogDirFailureChannel
 from pylog.log.durable import write_atomically
+from pylog.log.errors import LogClosedError
 from pylog.log.log import Log, parse_dir_name, wall_clock_ms
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -79,6 +81,8 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._roll_listener: Callable[[Log, int], None] | None = None
+        # An I/O error in the dir takes it offline (see pylog.log.dir_failure).
+        self.failures = LogDirFailureChannel(str(self.dir))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.meta = self._meta_properties(node_id, cluster_id)
         self._recovery_file = OffsetCheckpointFile(self.dir / RECOVERY_POINT_CHECKPOINT)
@@ -214,20 +218,37 @@ class LogManager:
 
     # -- periodic tasks ----------------------------------------------------
 
+    def _each_log(self, what: str, job: Callable[[Log], int]) -> int:
+        """``job`` on every log, summed.  A log deleted meanwhile is skipped
+        (its files went with it); any other I/O error takes the dir offline,
+        as Kafka's ``maybeHandleIOException`` does around each of these."""
+        total = 0
+        for lg in list(self._logs.values()):
+            try:
+                total += job(lg)
+            except LogClosedError:
+                continue
+            except OSError as exc:
+                if lg.closed:
+                    continue
+                self.failures.fail(f"Error while {what} {lg.topic}-{lg.partition} "
+                                   f"in dir {self.dir}", exc)
+        return total
+
     def run_retention(self, now_ms: int | None = None) -> int:
         """Delete old segments of every log; returns the number deleted."""
         now = self.time_ms() if now_ms is None else now_ms
-        return sum(lg.delete_old_segments(now) for lg in list(self._logs.values()))
+        return self._each_log("deleting segments of", lambda lg: lg.delete_old_segments(now))
 
     def flush_due(self, now_ms: int | None = None) -> int:
         """Flush rolled segments and logs past flush.ms; returns logs flushed."""
         now = self.time_ms() if now_ms is None else now_ms
-        return sum(1 for lg in list(self._logs.values()) if lg.flush_due(now))
+        return self._each_log("flushing", lambda lg: lg.flush_due(now))
 
     def flush_rolled(self, now_ms: int | None = None) -> int:
         """Flush only segments rolled since the last flush (not flush.ms);
         returns logs flushed."""
-        return sum(1 for lg in list(self._logs.values()) if lg.flush_rolled())
+        return self._each_log("flushing", Log.flush_rolled)
 
     def checkpoint(self) -> None:
         """Write the recovery points and log start offsets of every log."""
@@ -255,7 +276,8 @@ class LogManager:
         if idle < 0:
             return 0
         now = self.time_ms() if now_ms is None else now_ms
-        return sum(lg.drop_cold_cache(now, idle) for lg in list(self._logs.values()))
+        return self._each_log("dropping the cache of",
+                              lambda lg: lg.drop_cold_cache(now, idle))
 
     # -- scheduler ---------------------------------------------------------
 
@@ -286,7 +308,9 @@ class LogManager:
         it last ran (or, the first time, since the first pass), and return
         their names in order.  A failing task is logged; the others still run.
         Intervals count from when a task last ran (fixed delay: a late pass
-        does not make a task catch up).
+        does not make a task catch up).  An I/O error (flushing, deleting
+        segments, writing a checkpoint) takes the dir offline, as Kafka's
+        ``maybeHandleIOException`` around each of them does.
         """
         now = self.time_ms() if now_ms is None else now_ms
         ran: list[str] = []
@@ -297,6 +321,9 @@ class LogManager:
                 self._next_due[name] = now + interval
                 try:
                     job(now)
+                except OSError as exc:
+                    self.failures.fail(f"Error in periodic task {name} of log dir {self.dir}",
+                                       exc)
                 except Exception:
                     log.exception("periodic task %s failed", name)
                 ran.append(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +58,7 @@ class Broker:
                                backend=get_backend(config["io.backend"]),
                                topic_configs=topic_configs,
                                manager_config=config.manager_config)
+        self.logs.failures.on_offline = self._dir_offline
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
         # Groups and committed offsets, rebuilt from __consumer_offsets.
@@ -164,6 +166,19 @@ class Broker:
                 if not fut.done():
                     fut.set_result(None)
 
+    def _dir_offline(self, log_dir: str) -> None:
+        """The log dir failed (pylog.log.dir_failure): it is this node's only
+        one, so halt as Kafka's LogDirFailureHandler does, without a clean
+        shutdown (the next start recovers, as after kill -9).  On the loop the
+        halt waits for the callback in progress, so the request that hit the
+        error is answered KAFKA_STORAGE_ERROR first."""
+        log.critical("Halting broker because dir %s is offline", log_dir)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(_halt)
+        else:
+            _halt()
+
     # -- life cycle ----------------------------------------------------------------
 
     async def start(self) -> None:
@@ -268,3 +283,9 @@ class Broker:
         await loop.run_in_executor(self.executor, self.logs.close)
         self.snapshot_executor.shutdown(wait=True)
         self.executor.shutdown(wait=True)
+
+
+def _halt() -> None:
+    """Kafka's ``Exit.halt(1)``: no shutdown hooks, only the log lines out."""
+    logging.shutdown()
+    os._exit(1)

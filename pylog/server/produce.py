@@ -73,6 +73,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     if log is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                       "This server does not host this topic-partition.")
+    failures = broker.logs.failures
+    if failures.offline:  # the node halts: see pylog.log.dir_failure
+        return _error(index, ErrorCode.KAFKA_STORAGE_ERROR,
+                      f"Log dir {failures.log_dir} is offline")
     if records is None or len(records) == 0:  # as Kafka's ProduceRequest.validateRecords
         return _error(index, ErrorCode.INVALID_RECORD, "Produce requests with version 3 "
                       "and above must have at least one record batch per partition")
@@ -135,6 +139,12 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc))
     except ValueError as exc:
         return _error(index, ErrorCode.CORRUPT_MESSAGE, str(exc))
+    except OSError as exc:
+        # The disk refused (full, failing): nothing of the batch counts (the
+        # file is cut back), and as Kafka the dir goes offline.
+        message = f"Error while appending records to {topic}-{index} in dir {failures.log_dir}"
+        failures.fail(message, exc)
+        return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, f"{message}: {exc}")
     if producers is not None:
         producers.record(batch, result.base_offset, result.log_append_time)
     metrics = broker.metrics
