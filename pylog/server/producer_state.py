@@ -142,6 +142,13 @@ class PartitionProducers:
             entry = self.producers[batch.producer_id] = _Entry(batch.epoch)
         entry.batches.append((batch.first_seq, batch.last_seq, base_offset, append_time))
 
+    def last_batches(self) -> list[tuple[int, int, int, int, int]]:
+        """Read-only, for DescribeProducers: (producer id, epoch, last sequence,
+        base offset, log append time or -1) of each producer's last batch, by
+        producer id; -1s for a producer without batches (none is kept so)."""
+        return [(pid, e.epoch, *(e.batches[-1][1:] if e.batches else (-1, -1, -1)))
+                for pid, e in sorted(self.producers.items())]
+
     # -- snapshots ---------------------------------------------------------
 
     def to_json(self, offset: int) -> dict[str, Any]:

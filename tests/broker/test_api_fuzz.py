@@ -241,6 +241,8 @@ INT_VALUES = {
     "uint16": [0, 1, 65535], "uint32": [0, 1, 2**32 - 1],
 }
 SEEDS_PER_VERSION = 12
+_ACL_ENUMS = ("resource_type", "resource_type_filter", "resource_pattern_type",
+              "pattern_type_filter", "operation", "permission_type")
 
 
 class _Gen:
@@ -314,6 +316,14 @@ def _body(api_key: int, version: int, seed: int, topic_ids: list[uuid.UUID]) -> 
         body.acks = 1  # acks=0 reads no answer: an error closes the connection, as in Kafka
     if api_key == ApiKey.JOIN_GROUP:
         body.rebalance_timeout_ms = min(body.rebalance_timeout_ms, 1000)  # no long parks
+    if api_key in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        # An UNKNOWN (0) ACL type, operation or permission fails Kafka's parsing
+        # of the request, which closes the connection, as in Kafka
+        # (test_admin_cluster_apis.py): the sweep sends the ones answered.
+        for entry in [body, *getattr(body, "creations", ()), *getattr(body, "filters", ())]:
+            for name in _ACL_ENUMS:
+                if getattr(entry, name, None) == 0:
+                    setattr(entry, name, 1)
     return body
 
 

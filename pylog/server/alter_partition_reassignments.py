@@ -1,0 +1,65 @@
+"""AlterPartitionReassignments: the only replica set one node allows is itself.
+
+As Kafka 3.6's controller (``ReplicationControlManager.alterPartitionReassignment``
+and ``validateManualPartitionAssignment``), per partition, in request order:
+
+* a topic or partition that does not exist: UNKNOWN_TOPIC_OR_PARTITION;
+* null replicas (cancel): NO_REASSIGNMENT_IN_PROGRESS, with a null message
+  (``ApiError.fromThrowable`` drops a message equal to the code's own);
+* an empty list, a broker that is not registered (any id but this node's,
+  checked in ascending order) or a broker named twice:
+  INVALID_REPLICA_ASSIGNMENT;
+* [this node]: success, the partition already being there (no change record).
+
+An empty topic list gets ``QuorumController``'s early answer, a fresh
+response whose error message keeps the generated default "" (not null).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+VERSIONS = (0, 0)
+_INVALID = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def _check(broker: Broker, name: str, p: Any) -> tuple[int, str | None]:
+    topic = broker.topics.get(name)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
+    if not 0 <= p.partition_index < topic.partitions:
+        return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"Unable to find partition {name}:{p.partition_index}.")
+    if p.replicas is None:
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+    if not p.replicas:
+        return _INVALID, "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(p.replicas):
+        if broker_id != broker.node_id:
+            return _INVALID, (f"The manual partition assignment includes broker {broker_id}, "
+                              "but no such broker is registered.")
+        if broker_id == previous:
+            return _INVALID, (f"The manual partition assignment includes the broker "
+                              f"{previous} more than once.")
+        previous = broker_id
+    return 0, None
+
+
+def _partition(broker: Broker, name: str, p: Any) -> dict[str, Any]:
+    code, message = _check(broker, name, p)
+    return {"partition_index": p.partition_index, "error_code": code, "error_message": message}
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    if not body.topics:
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "responses": []}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
+        {"name": t.name, "partitions": [_partition(broker, t.name, p) for p in t.partitions]}
+        for t in body.topics]}
