@@ -20,6 +20,7 @@ NATIVE = "native"
 C_SOURCES: dict[str, list[str]] = {
     "crc32c": ["native/crc32c/crc32c.c"],
     "records": ["native/crc32c/crc32c.c"],
+    "cleaner": ["native/crc32c/crc32c.c"],
 }
 
 COMPILE_ARGS = ["-O3", "-std=c11", "-fno-strict-aliasing", "-Wno-unused-function"]

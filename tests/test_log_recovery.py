@@ -307,7 +307,7 @@ def _produce(lg, state, producer_id: int, seq: int):
         assert isinstance(verdict, tuple), verdict
         return ("dup", verdict[0])
     r = lg.append(records)
-    state.record(pb, r.base_offset, r.log_append_time)
+    state.record(pb, r.base_offset, r.log_append_time, producer_state.max_timestamp(records))
     return ("appended", r.base_offset)
 
 

@@ -60,13 +60,15 @@ class CoordinatorConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    offsets_topic_segment_bytes: int = 104857600
 
     @classmethod
     def from_broker(cls, cfg: Any) -> CoordinatorConfig:
         return cls(cfg["offsets.topic.num.partitions"], cfg["offsets.retention.minutes"],
                    cfg["offsets.retention.check.interval.ms"],
                    cfg["group.initial.rebalance.delay.ms"],
-                   cfg["group.min.session.timeout.ms"], cfg["group.max.session.timeout.ms"])
+                   cfg["group.min.session.timeout.ms"], cfg["group.max.session.timeout.ms"],
+                   cfg["offsets.topic.segment.bytes"])
 
 
 @dataclass
@@ -125,7 +127,8 @@ class GroupCoordinator:
         self.config = config or CoordinatorConfig()
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
         self.topics = topics
-        self.store = OffsetsStore(topics, self.config.offsets_topic_num_partitions, self.time_ms)
+        self.store = OffsetsStore(topics, self.config.offsets_topic_num_partitions, self.time_ms,
+                                  segment_bytes=self.config.offsets_topic_segment_bytes)
         self.groups: dict[str, Group] = {}
         self._expiry_task: asyncio.Task | None = None
 

@@ -29,8 +29,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# Kafka's defaults for the internal topic: compacted, 100 MiB segments.
+# Kafka's defaults for the internal topic: compacted, 100 MiB segments
+# (offsets.topic.segment.bytes gives the segment size it is created with).
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# The smallest segment.bytes a topic takes (Kafka's LogConfig: the v0 record
+# overhead); offsets.topic.segment.bytes only has to be at least 1.
+_MIN_SEGMENT_BYTES = 14
 _READ_CHUNK = 1 << 20
 
 Entry = tuple[bytes, bytes | None]  # key, value (None: tombstone)
@@ -38,8 +42,13 @@ Entry = tuple[bytes, bytes | None]  # key, value (None: tombstone)
 
 class OffsetsStore:
     def __init__(self, topics: TopicRegistry, num_partitions: int,
-                 time_ms: Callable[[], int] | None = None) -> None:
+                 time_ms: Callable[[], int] | None = None, *,
+                 segment_bytes: int = 104857600) -> None:
         self.topics = topics
+        # The topic's configs when this store creates it (offsets.topic.segment.bytes).
+        self.topic_configs = dict(OFFSETS_TOPIC_CONFIGS,
+                                  **{"segment.bytes": str(max(segment_bytes,
+                                                              _MIN_SEGMENT_BYTES))})
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
         self.configured_partitions = num_partitions  # offsets.topic.num.partitions
         # Where the partitions beyond the first group's are created (the
@@ -62,7 +71,7 @@ class OffsetsStore:
         """Create the whole topic now (all its partitions' logs)."""
         if self.topics.get(OFFSETS_TOPIC) is None:
             log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(OFFSETS_TOPIC_CONFIGS))
+            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(self.topic_configs))
 
     def ensure_group(self, group_id: str) -> int:
         """The group's partition, its log created if missing; the group's
@@ -89,7 +98,7 @@ class OffsetsStore:
     def _log(self, partition: int) -> Log:
         if self.topics.get(OFFSETS_TOPIC) is None:
             log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(OFFSETS_TOPIC_CONFIGS),
+            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(self.topic_configs),
                                only=(partition,))
             if self.executor is None:
                 self._create_rest()

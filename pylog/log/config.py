@@ -47,6 +47,11 @@ class LogConfig:
     cleanup_policy: tuple[str, ...] = ("delete",)      # cleanup.policy
     preallocate: bool = False                          # preallocate
     min_insync_replicas: int = 1                       # min.insync.replicas
+    # Compaction (cleanup.policy=compact; pylog.log.cleaner)
+    delete_retention_ms: int = 24 * 3600 * 1000        # delete.retention.ms
+    min_cleanable_dirty_ratio: float = 0.5             # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0                     # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX              # max.compaction.lag.ms
     extra: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def random_segment_jitter(self) -> int:
@@ -184,6 +189,22 @@ def _policy(key: str, raw: str) -> tuple[str, ...]:
     return parts
 
 
+def double_value(lo: float, hi: float) -> Callable[[str, str], float]:
+    """A parser of a floating-point config value in [lo, hi] (Java's double)."""
+
+    def conv(key: str, raw: str) -> float:
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"invalid value {raw!r} for configuration {key}: "
+                             "not a number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"invalid value {value} for configuration {key}: "
+                             f"value must be in [{lo}, {hi}]")
+        return value
+    return conv
+
+
 def bool_value(key: str, raw: str) -> bool:
     value = str(raw).strip().lower()
     if value not in ("true", "false"):
@@ -222,13 +243,24 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
     "cleanup_policy": ("cleanup.policy", "log.cleanup.policy", _policy),
     "preallocate": ("preallocate", "log.preallocate", bool_value),
     "min_insync_replicas": ("min.insync.replicas", "min.insync.replicas", int_value(1, INT_MAX)),
+    "delete_retention_ms": ("delete.retention.ms", "log.cleaner.delete.retention.ms",
+                            int_value(0)),
+    "min_cleanable_dirty_ratio": ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio",
+                                  double_value(0.0, 1.0)),
+    "min_compaction_lag_ms": ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms",
+                              int_value(0)),
+    "max_compaction_lag_ms": ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+                              int_value(1)),
 }
 
 # Broker settings of the log manager itself, not per-log; accepted silently.
 # (ManagerConfig reads the interval ones; log.cache.drop.idle.ms is pylog's own.)
 _BROKER_ONLY = {"log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
                 "log.dir", "log.dirs", "log.flush.offset.checkpoint.interval.ms",
-                "log.flush.start.offset.checkpoint.interval.ms", "log.cache.drop.idle.ms"}
+                "log.flush.start.offset.checkpoint.interval.ms", "log.cache.drop.idle.ms",
+                "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+                "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
+                "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second"}
 
 
 # -- the log manager's own settings ---------------------------------------------
@@ -297,4 +329,68 @@ _MANAGER_KEYS: dict[str, tuple[str, Callable[[str, str], int]]] = {
     "flush_start_offset_checkpoint_interval_ms": (
         "log.flush.start.offset.checkpoint.interval.ms", int_value(0, INT_MAX)),
     "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, int_value(-1)),
+}
+
+
+# -- the log cleaner's own settings ---------------------------------------------
+
+JAVA_DOUBLE_MAX = 1.7976931348623157e308
+
+
+@dataclass(frozen=True)
+class CleanerConfig:
+    """The log cleaner's broker settings (Kafka 3.6 names and defaults);
+    the per-topic ones (``delete.retention.ms``, ``min.cleanable.dirty.ratio``,
+    the compaction lags) are in :class:`LogConfig`.
+
+    * ``log.cleaner.enable`` (true): run the cleaner at all.
+    * ``log.cleaner.threads`` (1, >= 0): logs cleaned at the same time.
+    * ``log.cleaner.dedupe.buffer.size`` (128 MiB): memory for the offset
+      maps, shared by the threads (24 bytes a key, see ``native/cleaner.pyx``).
+    * ``log.cleaner.io.buffer.size`` (512 KiB): bytes read and written per step.
+    * ``log.cleaner.io.buffer.load.factor`` (0.9): how full an offset map gets.
+    * ``log.cleaner.backoff.ms`` (15000): the wait when no log needs cleaning.
+    * ``log.cleaner.io.max.bytes.per.second`` (unbounded): read plus write
+      throttle of all cleaner threads together.
+    """
+
+    enable: bool = True
+    threads: int = 1
+    dedupe_buffer_size: int = 128 * 1024 * 1024
+    io_buffer_size: int = 512 * 1024
+    io_buffer_load_factor: float = 0.9
+    backoff_ms: int = 15_000
+    io_max_bytes_per_second: float = JAVA_DOUBLE_MAX
+
+    def __post_init__(self) -> None:
+        if self.threads > 0 and self.dedupe_buffer_size / self.threads <= 1024 * 1024:
+            # Kafka's LogCleaner refuses to start so, with these words.
+            raise ValueError("invalid value for configuration log.cleaner.dedupe.buffer.size: "
+                             "log.cleaner.dedupe.buffer.size must be at least 1MB per "
+                             "cleaner thread.")
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str] | None = None) -> CleanerConfig:
+        """From broker properties (strings); other keys are ignored.  A bad
+        value raises ``ValueError`` naming the key."""
+        props = props or {}
+        return cls(**{attr: conv(key, props[key])
+                      for attr, (key, conv) in CLEANER_KEYS.items() if key in props})
+
+    @property
+    def map_memory(self) -> int:
+        """Each thread's offset map budget (Kafka: the buffer over the threads,
+        at most 2 GiB)."""
+        return min(self.dedupe_buffer_size // max(self.threads, 1), INT_MAX)
+
+
+CLEANER_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "enable": ("log.cleaner.enable", bool_value),
+    "threads": ("log.cleaner.threads", int_value(0, INT_MAX)),
+    "dedupe_buffer_size": ("log.cleaner.dedupe.buffer.size", int_value(0)),
+    "io_buffer_size": ("log.cleaner.io.buffer.size", int_value(0, INT_MAX)),
+    "io_buffer_load_factor": ("log.cleaner.io.buffer.load.factor", double_value(0.01, 1.0)),
+    "backoff_ms": ("log.cleaner.backoff.ms", int_value(0)),
+    "io_max_bytes_per_second": ("log.cleaner.io.max.bytes.per.second",
+                                double_value(1.0, JAVA_DOUBLE_MAX)),
 }

@@ -2,9 +2,13 @@
 
 The steps, and why:
 
-1. Remove leftovers of interrupted operations: ``*.deleted`` (retention had
-   already dropped those segments), ``*.cleaned`` and ``*.swap`` (a cleaner
-   pass that never completed; the originals are intact), and index files whose
+1. Finish a segment swap the log cleaner had committed (a ``<base>.log.swap``,
+   see ``Log.replace_segments``): the segments it replaces (bases from its
+   own up to its last offset) go, and the swap files take the segment
+   names; its indexes are rebuilt.  Then remove leftovers of interrupted
+   operations: ``*.deleted`` (retention or a swap had already dropped those
+   segments), ``*.cleaned`` and other ``*.swap`` files (a cleaner pass that
+   never committed; the originals are intact), and index files whose
    ``.log`` is gone.
 2. Open every ``.log`` file as a segment.  A missing index, or one failing its
    sanity check, is rebuilt from the segment: indexes are derived data.
@@ -22,6 +26,7 @@ The steps, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,10 +40,12 @@ from pylog.log.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_END_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
     file_name,
+    swap_end_path,
 )
 
 log = logging.getLogger(__name__)
@@ -57,7 +64,8 @@ class LoadedLog:
 class LogLoader:
     def __init__(self, directory: Path, config: LogConfig, backend: IOBackend,
                  time_ms: Callable[[], int], *, recovery_point: int = 0,
-                 log_start_offset: int = 0, had_clean_shutdown: bool = False) -> None:
+                 log_start_offset: int = 0, had_clean_shutdown: bool = False,
+                 cleaned_to: int = 0) -> None:
         self.dir = directory
         self.config = config
         self.backend = backend
@@ -65,9 +73,13 @@ class LogLoader:
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
         self.had_clean_shutdown = had_clean_shutdown
+        # Segments below the cleaner's checkpoint may have offset gaps even if
+        # the topic is no longer compacted: recovery must not cut them there.
+        self.cleaned_to = cleaned_to
 
     def load(self) -> LoadedLog:
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._complete_swaps()
         self._remove_temp_files()
         segments, rebuilt, cut = self._load_segments()
         truncated = 0
@@ -89,13 +101,42 @@ class LogLoader:
     def _segment(self, base_offset: int) -> LogSegment:
         return LogSegment(self.dir, base_offset, self.config, self.backend, self.time_ms)
 
+    def _complete_swaps(self) -> None:
+        for path in sorted(self.dir.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
+            stem = path.name[:-len(LOG_SUFFIX + SWAP_SUFFIX)]
+            if not (stem.isdigit() and len(stem) == 20):
+                continue
+            base = int(stem)
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # rebuilt below
+                for left in (SWAP_SUFFIX, CLEANED_SUFFIX):
+                    (self.dir / (file_name(base, suffix) + left)).unlink(missing_ok=True)
+            # A cleaned segment may have gaps whatever the policy is now.
+            config = dataclasses.replace(self.config, cleanup_policy=("compact",))
+            swap = LogSegment(self.dir, base, config, self.backend, self.time_ms,
+                              file_suffix=SWAP_SUFFIX)
+            swap.recover(gaps=True)
+            try:  # where the replaced segments end (its own data may end sooner)
+                end = int(swap_end_path(self.dir, base).read_text())
+            except (OSError, ValueError):
+                end = max(swap.next_offset, base + 1)
+            for old in self.dir.glob("*" + LOG_SUFFIX):
+                if old.stem.isdigit() and len(old.stem) == 20 and base <= int(old.stem) < end:
+                    log.info("deleting %s, replaced by the cleaned %s", old, path)
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                        (self.dir / file_name(int(old.stem), suffix)).unlink(missing_ok=True)
+            swap.close()
+            swap.rename_suffix("")
+            swap_end_path(self.dir, base).unlink(missing_ok=True)
+            log.info("completed the swap of cleaned segment %s", path)
+
     def _remove_temp_files(self) -> None:
         logs = {p.stem for p in self.dir.glob("*" + LOG_SUFFIX)}
         for path in self.dir.iterdir():
             name = path.name
             if not path.is_file():
                 continue
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, SWAP_END_SUFFIX,
+                              ".tmp")):
                 log.info("deleting stray file %s", path)
                 path.unlink(missing_ok=True)
             elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and path.stem not in logs:
@@ -137,7 +178,7 @@ class LogLoader:
                 if continue_ok:
                     segments.append(segment)
                     continue
-            truncated = segment.recover()
+            truncated = segment.recover(gaps=base < self.cleaned_to)
             if truncated:
                 log.warning("truncated %d invalid bytes of %s", truncated, segment.log_path)
                 if cut is None:
@@ -159,7 +200,7 @@ class LogLoader:
         truncated_total = 0
         for i in range(first, len(segments)):
             segment = segments[i]
-            truncated = segment.recover()
+            truncated = segment.recover(gaps=segment.base_offset < self.cleaned_to)
             if i + 1 < len(segments):
                 segment.on_become_inactive()
             if truncated or i == cut:

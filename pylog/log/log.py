@@ -21,14 +21,14 @@ from typing import NamedTuple
 from pylog.io import pagecache
 from pylog.io.backend import IOBackend, get_backend
 from pylog.log.config import LONG_MAX, LogConfig
-from pylog.log.durable import fsync_dir
+from pylog.log.durable import fsync_dir, write_atomically
 from pylog.log.errors import (
     LogClosedError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordSetTooLargeError,
 )
-from pylog.log.segment import DELETED_SUFFIX, LogSegment
+from pylog.log.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, swap_end_path
 from pylog.log.time_index import TimestampOffset
 from pylog.records import stamp, validate, validate_summary
 from pylog.records.recompress import needs_recompression, recompress, target_codec
@@ -138,15 +138,19 @@ class Log:
     def open(cls, directory: Path, config: LogConfig | None = None, *,
              time_ms: Callable[[], int] = wall_clock_ms, backend: IOBackend | None = None,
              recovery_point: int = 0, log_start_offset: int = 0,
-             had_clean_shutdown: bool = False) -> Log:
-        """Open (creating when missing) and, after an unclean stop, recover a log."""
+             had_clean_shutdown: bool = False, cleaned_to: int = 0) -> Log:
+        """Open (creating when missing) and, after an unclean stop, recover a log.
+
+        ``cleaned_to``: the log cleaner's checkpoint; segments below it may
+        have offset gaps whatever the topic's cleanup.policy is now."""
         from pylog.log.loader import LogLoader
 
         config = config or LogConfig()
         backend = backend or get_backend("posix")
         loaded = LogLoader(Path(directory), config, backend, time_ms,
                            recovery_point=recovery_point, log_start_offset=log_start_offset,
-                           had_clean_shutdown=had_clean_shutdown).load()
+                           had_clean_shutdown=had_clean_shutdown,
+                           cleaned_to=cleaned_to).load()
         return cls(directory, config, loaded.segments, log_start_offset=loaded.log_start_offset,
                    recovery_point=loaded.recovery_point, backend=backend, time_ms=time_ms)
 
@@ -423,6 +427,48 @@ class Log:
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         self.delete_pending(now_ms)
+
+    def replace_segments(self, old: list[LogSegment], cleaned: LogSegment,
+                         now_ms: int) -> bool:
+        """Put ``cleaned`` in place of ``old``, a run of inactive segments
+        starting at the same base offset (the log cleaner's output, written as
+        ``*.cleaned`` files and flushed).  As Kafka's ``replaceSegments``:
+
+        1. ``<base>.swap-end`` records where the run ends, then ``cleaned``
+           is renamed ``*.swap``; once its ``.log`` has that name the swap is
+           committed (the loader finishes it after a crash);
+        2. ``old`` are renamed ``*.deleted`` and removed after
+           ``file.delete.delay.ms`` (a fetch holding a slice still reads them);
+        3. the swap files take the segment names.
+
+        False, with nothing changed, when ``old`` is no longer a run of this
+        log's inactive segments (retention or a deletion came first).
+        """
+        with self._lock:
+            if self._closed:
+                return False
+            segments = self._segments
+            i = next((k for k, s in enumerate(segments) if s is old[0]), -1)
+            run = segments[i:i + len(old)]
+            if (i < 0 or i + len(old) >= len(segments) or len(run) != len(old)
+                    or any(a is not b for a, b in zip(run, old, strict=True))):
+                return False
+            # Where the replaced run ends, for the loader: the cleaned segment's
+            # own last offset may be lower (its last records were removed).
+            write_atomically(swap_end_path(self.dir, cleaned.base_offset),
+                             f"{segments[i + len(old)].base_offset}\n".encode())
+            cleaned.rename_suffix(SWAP_SUFFIX)
+            fsync_dir(self.dir)
+            for segment in old:
+                segment.rename_suffix(DELETED_SUFFIX)
+                self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms,
+                                              segment))
+            cleaned.rename_suffix("")
+            fsync_dir(self.dir)
+            swap_end_path(self.dir, cleaned.base_offset).unlink(missing_ok=True)
+            segments[i:i + len(old)] = [cleaned]
+            self._bases = [s.base_offset for s in segments]
+            return True
 
     def delete_pending(self, now_ms: int) -> None:
         """Remove ``*.deleted`` segment files whose delay has passed."""

@@ -34,7 +34,8 @@ from pylog.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     OffsetCheckpointFile,
 )
-from pylog.log.config import LogConfig, ManagerConfig
+from pylog.log.cleaner import CLEANER_CHECKPOINT, LogCleaner
+from pylog.log.config import CleanerConfig, LogConfig, ManagerConfig
 from pylog.log.dir_failure import LogDirFailureChannel
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError
@@ -71,7 +72,8 @@ class LogManager:
                  time_ms: Callable[[], int] = wall_clock_ms,
                  backend: IOBackend | None = None,
                  topic_configs: Mapping[str, LogConfig] | None = None,
-                 manager_config: ManagerConfig | None = None) -> None:
+                 manager_config: ManagerConfig | None = None,
+                 cleaner_config: CleanerConfig | None = None) -> None:
         self.dir = Path(log_dir)
         self.default_config = config or LogConfig()
         self.manager_config = manager_config or ManagerConfig()
@@ -89,6 +91,10 @@ class LogManager:
         self._start_file = OffsetCheckpointFile(self.dir / LOG_START_OFFSET_CHECKPOINT)
         self.had_clean_shutdown = (self.dir / CLEAN_SHUTDOWN_FILE).exists()
         self._load_logs()
+        # Compaction of cleanup.policy=compact logs; its threads start with
+        # the scheduler's.
+        self.cleaner = LogCleaner(self.dir, self.logs, cleaner_config, time_ms=time_ms,
+                                  failures=self.failures)
         # Only now: a crash during loading must recover again next time.
         (self.dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         self._closed = False
@@ -130,6 +136,10 @@ class LogManager:
             log.warning("error reading %s, resetting to the base offset of the first "
                         "segment: %s", self._start_file.path, exc)
             starts = {}
+        try:
+            cleaned = OffsetCheckpointFile(self.dir / CLEANER_CHECKPOINT).read()
+        except (OSError, ValueError):
+            cleaned = {}  # the cleaner logs it when it reads the file
         for path in sorted(self.dir.iterdir()):
             if not path.is_dir():
                 continue
@@ -144,7 +154,7 @@ class LogManager:
             self._logs[tp] = Log.open(
                 path, self.config_for(tp[0]), time_ms=self.time_ms, backend=self.backend,
                 recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
-                had_clean_shutdown=self.had_clean_shutdown)
+                had_clean_shutdown=self.had_clean_shutdown, cleaned_to=cleaned.get(tp, 0))
 
     def config_for(self, topic: str) -> LogConfig:
         return self.topic_configs.get(topic, self.default_config)
@@ -199,6 +209,7 @@ class LogManager:
             if found is None:
                 return
             found.close_handlers()
+            self.cleaner.forget((topic, partition))
             # As Kafka's LocalLog.logDeleteDirName: the topic part is cut so the
             # name fits in 255 bytes (a 249-character topic plus the suffix
             # would not, and the rename would fail with ENAMETOOLONG).
@@ -342,11 +353,13 @@ class LogManager:
                                                name=f"log-scheduler-{self.dir.name}",
                                                daemon=True)
             self._scheduler.start()
+            self.cleaner.start()
 
     def stop_scheduler(self, timeout: float | None = 30.0) -> None:
         """Stop the scheduler thread and wait for the task in progress."""
         thread = self._scheduler
         self._stop.set()
+        self.cleaner.stop(timeout)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._scheduler = None

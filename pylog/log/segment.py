@@ -55,6 +55,15 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+SWAP_END_SUFFIX = ".swap-end"
+
+
+def swap_end_path(directory: Path, base_offset: int) -> Path:
+    """pylog's marker beside a cleaner swap: the offset where the segments it
+    replaces end (see ``Log.replace_segments`` and the loader)."""
+    return Path(directory) / file_name(base_offset, SWAP_END_SUFFIX)
+
+
 class LogSegment:
     """A segment of a partition log starting at ``base_offset``."""
 
@@ -445,13 +454,14 @@ class LogSegment:
 
     # -- recovery / truncation ---------------------------------------------
 
-    def recover(self) -> int:
+    def recover(self, gaps: bool = False) -> int:
         """Rebuild the indexes from the log and cut it at the first bad batch.
 
         Every batch is checked (size, magic, CRC32C, record count) by
         ``records.validate``; offsets must continue one another (with gaps only
-        in compacted logs) -- the CRC does not cover the base offset, so this
-        catches a damaged offset field too.  Returns the bytes truncated.
+        in compacted logs, or with ``gaps``: a segment the cleaner rewrote) --
+        the CRC does not cover the base offset, so this catches a damaged
+        offset field too.  Returns the bytes truncated.
         """
         self.offset_index.reset(self.config.segment_index_bytes)
         self.time_index.reset(self.config.segment_index_bytes)
@@ -469,7 +479,7 @@ class LogSegment:
         end, _status = _native.index_batches(
             self._read_map(self._size), 0, valid, 0, self.base_offset,
             self.config.index_interval_bytes, oi._mm, oi.max_entries, ti._mm, ti.max_entries,
-            st, not self.config.compact)
+            st, not (self.config.compact or gaps))
         self._sync_index_entries()
         truncated = self._size - end
         if truncated > 0:
@@ -495,7 +505,9 @@ class LogSegment:
             while pos < size:
                 end = min(size, pos + window)
                 try:
-                    validate_summary(buf[pos:end])
+                    # Not strict: a batch the cleaner rewrote keeps its lastOffsetDelta
+                    # over fewer records, and their offset deltas have gaps.
+                    validate_summary(buf[pos:end], strict=False)
                 except CorruptBatchError as exc:
                     bad = pos + max(exc.position, 0)
                     if end < size and self._cut_by_window(buf, bad, end):

@@ -57,7 +57,8 @@ class Broker:
         self.logs = LogManager(self.log_dir, default, node_id=self.node_id,
                                backend=get_backend(config["io.backend"]),
                                topic_configs=topic_configs,
-                               manager_config=config.manager_config)
+                               manager_config=config.manager_config,
+                               cleaner_config=config.cleaner_config)
         self.logs.failures.on_offline = self._dir_offline
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
@@ -135,6 +136,10 @@ class Broker:
             self.topics.forget(name)
         return topic
 
+    def producer_state(self, topic: str, partition: int) -> PartitionProducers | None:
+        """The producer state of a partition, read-only (None: no producer)."""
+        return self._producers.get((topic, partition))
+
     def producers_of(self, topic: str, partition: int) -> PartitionProducers:
         found = self._producers.get((topic, partition))
         if found is None:
@@ -198,6 +203,9 @@ class Broker:
         if interval > 0:
             self._tasks.append(asyncio.get_running_loop().create_task(
                 self._snapshot_every(interval / 1000)))
+        # Kafka's PeriodicProducerExpirationCheck (first run one interval in).
+        self._tasks.append(asyncio.get_running_loop().create_task(self._expire_every(
+            self.config["producer.id.expiration.check.interval.ms"] / 1000)))
 
     def _snapshot_job(self, tp: TopicPartition, lg: Log, offset: int) -> Callable[[], None]:
         """The producer state of ``tp`` as of ``offset``, copied now (on the
@@ -260,6 +268,45 @@ class Broker:
             await asyncio.sleep(interval_s)
             await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
                                        self._snapshot_jobs())
+
+    async def _expire_every(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self.remove_expired_producers()
+            except Exception:  # never end the periodic check
+                log.exception("producer id expiration check failed")
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Kafka's ``UnifiedLog.removeExpiredProducers`` on every partition (on
+        the loop thread, the only one touching producer state): forget the
+        producers idle for ``producer.id.expiration.ms`` (read each time: it
+        is a dynamic config), drop the partitions left with none, and
+        snapshot the partitions that changed at their log end now, so a
+        restart does not bring the forgotten producers back.  Returns how
+        many producers were forgotten."""
+        if now_ms is None:
+            now_ms = time.time_ns() // 1_000_000
+        expiration_ms = self.config["producer.id.expiration.ms"]
+        removed = 0
+        jobs = []
+        for tp, state in list(self._producers.items()):
+            n = state.remove_expired(now_ms, expiration_ms)
+            if not n:
+                continue
+            removed += n
+            if not state.producers:
+                del self._producers[tp]
+            self._snapshot_at.pop(tp, None)  # changed: the next snapshot writes it
+            lg = self.logs.get_log(*tp)
+            if lg is not None and not self.stopping:
+                jobs.append(self._snapshot_job(tp, lg, lg.log_end_offset))
+        if jobs:
+            self.snapshot_executor.submit(self._write_snapshots, jobs)
+        if removed:
+            log.info("expired %d producer id(s) idle for %d ms or more", removed,
+                     expiration_ms)
+        return removed
 
     async def stop(self) -> None:
         """Stop accepting, answer what was read, then close the logs cleanly."""

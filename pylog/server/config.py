@@ -24,10 +24,13 @@ from typing import Any
 
 from pylog.log.config import (
     CACHE_DROP_IDLE_MS,
+    JAVA_DOUBLE_MAX,
     LONG_MAX,
+    CleanerConfig,
     LogConfig,
     ManagerConfig,
     bool_value,
+    double_value,
     int_value,
 )
 from pylog.server.topic_configs import (
@@ -209,13 +212,33 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "compression.type": (_choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
                          "producer"),
     "log.cleanup.policy": (_str, "delete"),
+    # The log cleaner (pylog.log.cleaner): compaction of cleanup.policy=compact logs.
+    "log.cleaner.enable": (_bool, "true"),
+    "log.cleaner.threads": (_int(0, INT_MAX), "1"),
+    "log.cleaner.dedupe.buffer.size": (_NONNEG, "134217728"),
+    "log.cleaner.io.buffer.size": (_int(0, INT_MAX), "524288"),
+    "log.cleaner.io.buffer.load.factor": (double_value(0.01, 1.0), "0.9"),
+    "log.cleaner.backoff.ms": (_NONNEG, "15000"),
+    "log.cleaner.io.max.bytes.per.second": (double_value(1.0, JAVA_DOUBLE_MAX),
+                                            "1.7976931348623157E308"),
+    "log.cleaner.delete.retention.ms": (_NONNEG, "86400000"),
+    "log.cleaner.min.cleanable.ratio": (double_value(0.0, 1.0), "0.5"),
+    "log.cleaner.min.compaction.lag.ms": (_NONNEG, "0"),
+    "log.cleaner.max.compaction.lag.ms": (_POS, str(LONG_MAX)),
     "log.preallocate": (_bool, "false"),
     "min.insync.replicas": (_int(1, INT_MAX), "1"),
     "io.backend": (_choice("posix", "io_uring"), "posix"),
     # Prometheus text at this URL, e.g. http://127.0.0.1:9404/metrics; empty: off.
     "metrics.listener": (_metrics_url, ""),
+    # Idempotent producers (pylog.server.producer_state), Kafka's names and
+    # defaults: a producer id with no batch for this long is forgotten
+    # (dynamic, cluster-wide, KIP-854); the check runs at this interval.
+    "producer.id.expiration.ms": (_int(1, INT_MAX), "86400000"),
+    "producer.id.expiration.check.interval.ms": (_int(1, INT_MAX), "600000"),
     # Consumer groups (pylog.coordinator); Kafka's defaults.
     "offsets.topic.num.partitions": (_int(1, INT_MAX), "50"),
+    # Segment size of __consumer_offsets (compacted): Kafka's default, 100 MiB.
+    "offsets.topic.segment.bytes": (_int(1, INT_MAX), "104857600"),
     "offsets.retention.minutes": (_int(1, INT_MAX), "10080"),
     "offsets.retention.check.interval.ms": (_POS, "600000"),
     "group.initial.rebalance.delay.ms": (_int(0, INT_MAX), "3000"),
@@ -234,7 +257,6 @@ IGNORED = frozenset({
     "controller.quorum.voters", "controller.listener.names", "inter.broker.listener.name",
     "listener.security.protocol.map", "broker.rack", "replica.lag.time.max.ms",
     "unclean.leader.election.enable", "auto.leader.rebalance.enable",
-    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "metadata.log.dir",
 })
 
@@ -288,6 +310,7 @@ class BrokerConfig:
             # The log manager's periodic work (retention, flushes, checkpoints,
             # cache dropping) takes Kafka's broker keys as they were given.
             self.manager_config = ManagerConfig.from_props(self.originals)
+            self.cleaner_config = CleanerConfig.from_props(self.originals)
         except ValueError as exc:  # LogConfig/ManagerConfig name the key themselves
             raise ConfigError(str(exc)) from None
 

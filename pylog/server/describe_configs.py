@@ -58,9 +58,12 @@ _BROKER_TYPES: dict[str, int] = {
                      "log.index.interval.bytes", "log.index.size.max.bytes",
                      "min.insync.replicas", "offsets.topic.num.partitions",
                      "offsets.retention.minutes", "group.initial.rebalance.delay.ms",
+                     "offsets.topic.segment.bytes",
                      "group.min.session.timeout.ms", "group.max.session.timeout.ms",
                      "max.connections", "max.connections.per.ip",
-                     "max.incremental.fetch.session.cache.slots"), INT),
+                     "max.incremental.fetch.session.cache.slots",
+                     "producer.id.expiration.ms",
+                     "producer.id.expiration.check.interval.ms"), INT),
     **dict.fromkeys(("connections.max.idle.ms", "log.roll.ms", "log.roll.jitter.ms",
                      "log.retention.ms", "log.retention.bytes",
                      "log.retention.check.interval.ms", "log.flush.interval.messages",
@@ -71,6 +74,15 @@ _BROKER_TYPES: dict[str, int] = {
                      "log.message.timestamp.before.max.ms",
                      "log.message.timestamp.after.max.ms", "queued.max.request.bytes"), LONG),
     "log.cleanup.policy": LIST,
+    # The log cleaner's keys (pylog.log.cleaner), typed as KafkaConfig's.
+    "log.cleaner.enable": BOOLEAN,
+    "log.cleaner.threads": INT,
+    "log.cleaner.io.buffer.size": INT,
+    **dict.fromkeys(("log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
+                     "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+                     "log.cleaner.max.compaction.lag.ms"), LONG),
+    **dict.fromkeys(("log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
+                     "log.cleaner.min.cleanable.ratio"), topic_configs.DOUBLE),
 }
 
 

@@ -15,27 +15,21 @@ order, duplicates included; producers by id (Java's HashMap order for ids
 below its capacity).
 
 The state is pylog's per-partition producer state (snapshotted with the
-log).  It keeps the log append time of LogAppendTime batches, which is the
-batch's max timestamp once validated, as Kafka's; for CreateTime batches the
-max timestamp is read from the batch's header in the log, so it survives
-restarts without a new snapshot field.  A last batch no longer in the log
-(deleted below the log start) reports -1, where Kafka still remembers it.
+log), which keeps each producer's last timestamp as Kafka's entry does: the
+log append time of a LogAppendTime batch, the header's maxTimestamp of a
+CreateTime one (both the batch's max timestamp once validated).  Nothing is
+read from the log here.  A producer past ``producer.id.expiration.ms`` is no
+longer listed once the periodic check has removed it, as in Kafka.
 """
 
 from __future__ import annotations
 
-import os
-import struct
 from typing import TYPE_CHECKING, Any
 
-from pylog.log import OffsetOutOfRangeError
-from pylog.log.errors import LogClosedError
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server.producer_state import HEADER_SIZE
 from pylog.server.topics import TopicError, validate_name
 
 if TYPE_CHECKING:
-    from pylog.log import Log
     from pylog.server.broker import Broker
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
@@ -43,23 +37,6 @@ VERSIONS = (0, 0)
 NO_COORDINATOR_EPOCH = -1  # ProducerStateEntry.empty: no transaction marker written
 NO_TXN = -1  # currentTxnFirstOffset empty
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."
-# Batch header: maxTimestamp at 35, producerId at 43 (see producer_state).
-_INT64 = struct.Struct(">q")
-
-
-def _max_timestamp(log: Log, base_offset: int, producer_id: int) -> int:
-    """The max timestamp in the header of the batch at ``base_offset``; -1
-    when that batch is no longer in the log."""
-    try:
-        found = log.read(base_offset, HEADER_SIZE)
-        if found.first_offset != base_offset or found.length < HEADER_SIZE:
-            return -1
-        header = os.pread(found.fd, HEADER_SIZE, found.position)
-    except (OffsetOutOfRangeError, LogClosedError, OSError):
-        return -1
-    if len(header) < HEADER_SIZE or _INT64.unpack_from(header, 43)[0] != producer_id:
-        return -1
-    return _INT64.unpack_from(header, 35)[0]
 
 
 def _partition(broker: Broker, topic: str, index: int) -> dict[str, Any]:
@@ -67,13 +44,13 @@ def _partition(broker: Broker, topic: str, index: int) -> dict[str, Any]:
     if log is None:
         return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "error_message": None, "active_producers": []}
+    state = broker.producer_state(topic, index)
     producers = [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": last_seq,
-         "last_timestamp": append_time if append_time >= 0 or base < 0
-         else _max_timestamp(log, base, pid),
+         "last_timestamp": last_timestamp,
          "coordinator_epoch": NO_COORDINATOR_EPOCH, "current_txn_start_offset": NO_TXN}
-        for pid, epoch, last_seq, base, append_time
-        in broker.producers_of(topic, index).last_batches()]
+        for pid, epoch, last_seq, last_timestamp
+        in (state.last_batches() if state is not None else ())]
     return {"partition_index": index, "error_code": 0, "error_message": None,
             "active_producers": producers}
 

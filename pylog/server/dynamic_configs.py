@@ -8,15 +8,16 @@ per-broker, cluster default, static, Kafka default.
 
 Which keys may change: those Kafka 3.6 lists as dynamically updatable
 (docs 3.1.1, "Updating Default Topic Configuration") that pylog has, i.e.
-the defaults of the topic configs and the connection quotas.  They apply at
-once: every topic without its own override follows the new default, through
-the same path a topic config change takes (``LogManager.update_topic_config``);
-new connection quotas apply to the connections made after (the listener
-counts the ones open).  A key pylog knows but cannot change while running
-(listeners, thread counts, ...) is refused as Kafka refuses a read-only key:
-INVALID_REQUEST ``Cannot update these configs dynamically: Set(...)``.  A
-name pylog does not know is kept, as Kafka keeps custom configs, and has no
-effect.
+the defaults of the topic configs, the connection quotas and
+``producer.id.expiration.ms``.  They apply at once: every topic without its
+own override follows the new default, through the same path a topic config
+change takes (``LogManager.update_topic_config``); new connection quotas
+apply to the connections made after (the listener counts the ones open); the
+producer id expiration check reads its value each time it runs.  A key
+pylog knows but cannot change while running (listeners, thread counts,
+...) is refused as Kafka refuses a read-only key: INVALID_REQUEST
+``Cannot update these configs dynamically: Set(...)``.  A name pylog does
+not know is kept, as Kafka keeps custom configs, and has no effect.
 
 The layers are saved in ``<log.dir>/pylog-dynamic-configs.json`` (next to
 ``pylog-topics.json`` and ``meta.properties``), written atomically (tmp +
@@ -43,8 +44,8 @@ log = logging.getLogger(__name__)
 FILE = "pylog-dynamic-configs.json"
 
 #: Kafka's dynamically updatable keys (cluster-wide, so also per-broker) that
-#: pylog applies while running: the broker defaults of the topic configs and
-#: the connection quotas.
+#: pylog applies while running: the broker defaults of the topic configs,
+#: the connection quotas and producer.id.expiration.ms.
 DYNAMIC_KEYS = frozenset({
     "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
     "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
@@ -56,6 +57,8 @@ DYNAMIC_KEYS = frozenset({
     "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
     # Kafka's DynamicConnectionQuota: new limits count the connections open.
     "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+    # Kafka's DynamicProducerStateManagerConfig (KIP-854): read at each check.
+    "producer.id.expiration.ms",
 })
 assert DYNAMIC_KEYS <= KEYS.keys()
 

@@ -50,6 +50,19 @@ _PLAIN = (bytes, list)
 READ_TIMEOUT_S = 5.0
 
 
+# The log cleaner's gauges (pylog.log.cleaner.LogCleaner.gauges).
+_CLEANER_HELP = {
+    "logcleaner_maxbufferutilizationpercent": "How full the last clean's offset map got",
+    "logcleaner_cleanerrecopypercent": "Bytes the last clean wrote per 100 it read",
+    "logcleaner_maxcleantimesecs": "Seconds the last clean took",
+    "logcleaner_deadthreadcount": "Cleaner threads that died",
+    "logcleanermanager_maxdirtypercent": "Dirty share of the dirtiest compacted log",
+    "logcleanermanager_timesincelastrunms": "Milliseconds since a cleaner thread last looked "
+                                            "for work",
+    "logcleanermanager_uncleanablepartitionscount": "Partitions the cleaner gave up on",
+}
+
+
 def parse_listener(url: str) -> tuple[str, int, str]:
     """``http://host:port/path`` -> (host, port, path); ValueError when malformed."""
     parts = urlsplit(url.strip())
@@ -323,6 +336,8 @@ class BrokerMetrics:
         name = "kafka_server_fetchsessioncache_incrementalfetchsessionevictionspersec_total"
         family(name, "counter", "Fetch sessions evicted to make room for new ones")
         out.append(f"{name} {sessions.evictions}")
+        for metric, value in broker.logs.cleaner.gauges().items():
+            gauge(f"kafka_log_{metric}", value, _CLEANER_HELP[metric])
         items = sorted(logs.items())
         for metric, attr, help_ in (("size", "size", "Bytes of the partition's segments"),
                                     ("logendoffset", "log_end_offset", "Log end offset"),

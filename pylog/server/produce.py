@@ -28,7 +28,7 @@ from pylog.log import RecordBatchTooLargeError, RecordSetTooLargeError
 from pylog.log.errors import LogClosedError
 from pylog.net.connection import CloseConnection
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server.producer_state import producer_batch
+from pylog.server.producer_state import max_timestamp, producer_batch
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -146,7 +146,11 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         failures.fail(message, exc)
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, f"{message}: {exc}")
     if producers is not None:
-        producers.record(batch, result.base_offset, result.log_append_time)
+        # The producer's last timestamp (for producer.id.expiration.ms): the
+        # append time, or the header's maxTimestamp once validated (in place).
+        append_time = result.log_append_time
+        producers.record(batch, result.base_offset, append_time,
+                         append_time if append_time >= 0 else max_timestamp(records))
     metrics = broker.metrics
     if metrics is not None:  # per batch, never per record
         metrics.bytes_in += len(records)

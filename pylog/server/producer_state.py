@@ -15,7 +15,8 @@ Surviving a restart (Kafka's ``<offset>.snapshot`` files, simplified):
 * At every segment roll (at the new segment's base, as Kafka's
   ``UnifiedLog.roll``), at every offset checkpoint and at clean shutdown the
   broker writes, per partition, ``<partition dir>/<offset, 20 digits>.snapshot``:
-  JSON with that offset and each producer's epoch and remembered batches.  It
+  JSON with that offset and each producer's epoch, last timestamp and
+  remembered batches.  It
   is written to a ``.tmp`` name, fsynced and renamed, so a crash leaves whole
   files; older snapshots stay while their offset is a segment base still in
   the log, the others are removed (:func:`write_snapshot`).
@@ -33,6 +34,24 @@ Surviving a restart (Kafka's ``<offset>.snapshot`` files, simplified):
   a replay of the whole log.  Replay reads only the segments that follow
   the snapshot offset, so after a roll snapshot it reads the active segment
   at most.
+
+Producer id expiration (Kafka's ``producer.id.expiration.ms``, KIP-854): each
+entry keeps the max timestamp of the producer's last batch (Kafka's
+``ProducerStateEntry.lastTimestamp``: the append time of a LogAppendTime
+batch, the header's maxTimestamp of a CreateTime one, so a client's clock
+counts as in Kafka).  :meth:`PartitionProducers.remove_expired` drops the
+entries with ``now - last timestamp >= producer.id.expiration.ms``
+(``ProducerStateManager.isProducerExpired``; no transaction is ever open
+here); the broker runs it every ``producer.id.expiration.check.interval.ms``
+on its event loop.  A producer forgotten so is then an unknown producer: it
+may start again at any sequence.  The partitions it changed are snapshotted
+at once, so a restart does not bring the forgotten producers back.  Unlike
+Kafka's ``loadFromSnapshot``, :func:`load` does not skip expired entries: a
+restarted node forgets them at its first check, one interval after start
+(as a node that had kept running would at its next one).  Snapshots are
+version 2 (the timestamp per producer); version-1 snapshots still load (see
+``from_json``).  As before, the state outlives the batches it names (log
+start, retention): only expiration forgets a producer.
 """
 
 from __future__ import annotations
@@ -40,12 +59,14 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pylog.log.durable import write_atomically
+from pylog.log.errors import LogClosedError, OffsetOutOfRangeError
 from pylog.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -63,8 +84,11 @@ ID_FILE = "pylog-producer-ids"
 _LENGTH = struct.Struct(">i")
 _DELTA = struct.Struct(">i")
 _PRODUCER = struct.Struct(">qhi")
+_INT64 = struct.Struct(">q")
 HEADER_SIZE = 61
+MAX_TIMESTAMP_AT = 35  # maxTimestamp in the batch header
 SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 2  # 2: each producer's last_timestamp; 1 (still read): without
 LOG_APPEND_TIME_FLAG = 0x08  # batch attributes bit 3: timestamp type LogAppendTime
 
 
@@ -99,11 +123,21 @@ def producer_batch(records: memoryview) -> ProducerBatch | None:
     return ProducerBatch(pid, epoch, first_seq, (last_base + delta) % SEQ_MOD)
 
 
+def max_timestamp(records: memoryview | bytes) -> int:
+    """The maxTimestamp of the first batch header in ``records`` (the one
+    batch of a produce request, read once it is validated: the log sets it
+    to the records' largest, as Kafka's LogValidator)."""
+    return _INT64.unpack_from(records, MAX_TIMESTAMP_AT)[0]
+
+
 class _Entry:
-    __slots__ = ("epoch", "batches")
+    __slots__ = ("epoch", "batches", "last_timestamp")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
+        # Max timestamp of the last batch (Kafka's lastTimestamp): what
+        # expiration is measured from.
+        self.last_timestamp = -1
         # (first_seq, last_seq, base_offset, log_append_time)
         self.batches: collections.deque[tuple[int, int, int, int]] = collections.deque(
             maxlen=MAX_BATCHES)
@@ -136,38 +170,87 @@ class PartitionProducers:
             return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         return None
 
-    def record(self, batch: ProducerBatch, base_offset: int, append_time: int) -> None:
+    def record(self, batch: ProducerBatch, base_offset: int, append_time: int,
+               max_timestamp: int) -> None:
+        """A batch written at ``base_offset``: ``append_time`` is the log
+        append time (-1 for CreateTime), ``max_timestamp`` the batch's max
+        timestamp (equal to ``append_time`` for LogAppendTime)."""
         entry = self.producers.get(batch.producer_id)
         if entry is None or batch.epoch != entry.epoch:
             entry = self.producers[batch.producer_id] = _Entry(batch.epoch)
         entry.batches.append((batch.first_seq, batch.last_seq, base_offset, append_time))
+        entry.last_timestamp = max_timestamp
 
-    def last_batches(self) -> list[tuple[int, int, int, int, int]]:
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Kafka's ``ProducerStateManager.removeExpiredProducers``: forget each
+        producer whose last batch's max timestamp is ``expiration_ms`` or more
+        before ``now_ms``; returns how many were forgotten."""
+        expired = [pid for pid, e in self.producers.items()
+                   if now_ms - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def last_batches(self) -> list[tuple[int, int, int, int]]:
         """Read-only, for DescribeProducers: (producer id, epoch, last sequence,
-        base offset, log append time or -1) of each producer's last batch, by
-        producer id; -1s for a producer without batches (none is kept so)."""
-        return [(pid, e.epoch, *(e.batches[-1][1:] if e.batches else (-1, -1, -1)))
+        max timestamp) of each producer's last batch, by producer id; -1 as
+        last sequence for a producer without batches (none is kept so)."""
+        return [(pid, e.epoch, e.batches[-1][1] if e.batches else -1, e.last_timestamp)
                 for pid, e in sorted(self.producers.items())]
 
     # -- snapshots ---------------------------------------------------------
 
     def to_json(self, offset: int) -> dict[str, Any]:
-        return {"version": 1, "offset": offset, "producers": {
-            str(pid): {"epoch": e.epoch, "batches": [list(b) for b in e.batches]}
+        return {"version": SNAPSHOT_VERSION, "offset": offset, "producers": {
+            str(pid): {"epoch": e.epoch, "last_timestamp": e.last_timestamp,
+                       "batches": [list(b) for b in e.batches]}
             for pid, e in self.producers.items()}}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], log_end: int) -> PartitionProducers:
-        """State from a snapshot, less the batches at or past ``log_end``."""
+    def from_json(cls, data: dict[str, Any], log_end: int,
+                  lg: Log | None = None, snapshot_time: int = -1) -> PartitionProducers:
+        """State from a snapshot, less the batches at or past ``log_end``.
+
+        A version-1 snapshot has no ``last_timestamp``; it is taken as pylog
+        answered DescribeProducers with it before: the log append time kept
+        with a LogAppendTime batch, else the maxTimestamp in the header of the
+        last batch, read from ``lg``; when that batch is no longer in the log,
+        ``snapshot_time`` (the snapshot file's time: the producer is then
+        forgotten no sooner than expiration after the snapshot was written)."""
         out = cls()
         for pid, raw in data.get("producers", {}).items():
             entry = _Entry(int(raw["epoch"]))
             for first, last, base, append_time in raw["batches"]:
                 if base < log_end:
                     entry.batches.append((first, last, base, append_time))
-            if entry.batches:
-                out.producers[int(pid)] = entry
+            if not entry.batches:
+                continue
+            stamp = raw.get("last_timestamp")
+            if stamp is None:  # version 1
+                _, _, base, append_time = entry.batches[-1]
+                stamp = append_time if append_time >= 0 else (
+                    _header_max_timestamp(lg, base, int(pid)) if lg is not None else -1)
+                if stamp < 0:
+                    stamp = snapshot_time
+            entry.last_timestamp = int(stamp)
+            out.producers[int(pid)] = entry
         return out
+
+
+def _header_max_timestamp(lg: Log, base_offset: int, producer_id: int) -> int:
+    """The maxTimestamp in the header of producer ``producer_id``'s batch at
+    ``base_offset``; -1 when that batch is no longer in the log.  Startup
+    only (version-1 snapshots)."""
+    try:
+        found = lg.read(base_offset, HEADER_SIZE)
+        if found.first_offset != base_offset or found.length < HEADER_SIZE:
+            return -1
+        header = os.pread(found.fd, HEADER_SIZE, found.position)
+    except (OffsetOutOfRangeError, LogClosedError, OSError):
+        return -1
+    if len(header) < HEADER_SIZE or _INT64.unpack_from(header, 43)[0] != producer_id:
+        return -1
+    return _INT64.unpack_from(header, MAX_TIMESTAMP_AT)[0]
 
 
 def _snapshots(directory: Path) -> list[tuple[int, Path]]:
@@ -212,7 +295,8 @@ def _replay(lg: Log, producers: PartitionProducers, start: int) -> int:
                 last = (b.base_sequence + b.last_offset_delta) % SEQ_MOD
                 append_time = b.max_timestamp if b.attributes & LOG_APPEND_TIME_FLAG else -1
                 producers.record(ProducerBatch(b.producer_id, b.producer_epoch,
-                                               b.base_sequence, last), b.base_offset, append_time)
+                                               b.base_sequence, last), b.base_offset,
+                                 append_time, b.max_timestamp)
                 count += 1
             if mapped.error is not None:  # recovery truncated torn tails already
                 log.warning("producer state replay stopped early: %s", mapped.error)
@@ -240,10 +324,11 @@ def load(lg: Log) -> PartitionProducers | None:
             continue
         try:
             data = json.loads(path.read_text())
+            snapshot_time = path.stat().st_mtime_ns // 1_000_000
         except (OSError, ValueError) as exc:
             log.warning("unreadable producer snapshot %s (%s): trying an older one", path, exc)
             continue
-        producers = PartitionProducers.from_json(data, end)
+        producers = PartitionProducers.from_json(data, end, lg, snapshot_time)
         start = max(min(offset, end), lg.log_start_offset)
         break
     if start < end:

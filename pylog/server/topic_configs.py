@@ -5,8 +5,9 @@ checks it, stored with the topic and shown by DescribeConfigs.  Those that
 mean something to one node are handed to :class:`~pylog.log.LogConfig`, which
 the partition logs read (retention, segments, indexes, max.message.bytes,
 message.timestamp.type, flush, preallocate, min.insync.replicas,
-cleanup.policy); the rest (replication throttles, remote storage, compaction
-lag, ...) are stored and shown, as they would be by a Kafka broker with that
+cleanup.policy and the cleaner's delete.retention.ms, min.cleanable.dirty.ratio
+and compaction lags); the rest (replication throttles, remote storage, ...)
+are stored and shown, as they would be by a Kafka broker with that
 feature idle.
 
 A value's source follows Kafka: DYNAMIC_TOPIC_CONFIG when set on the topic,
@@ -153,8 +154,8 @@ _LONG_NONNEG = _int_range(0, LONG_MAX)
 #: The topic-level configs of Kafka 3.6, with their server default synonyms.
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     _def("cleanup.policy", _list_of("delete", "compact"), "delete", LIST,
-         "log.cleanup.policy", "The retention policy to use on log segments (stored; "
-         "pylog does not compact)."),
+         "log.cleanup.policy", "The retention policy to use on log segments: delete "
+         "(retention), compact (the log cleaner keeps the latest record of each key), or both."),
     _def("compression.type", _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip",
                                      "producer"),
          "producer", STRING, "compression.type", "The final compression type for a topic: "
@@ -200,9 +201,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
          STRING, "log.message.timestamp.type",
          "Whether record timestamps are the producer's or the append time."),
     _def("min.cleanable.dirty.ratio", _double(0.0, 1.0), "0.5", DOUBLE,
-         "log.cleaner.min.cleanable.ratio", "When the log compactor cleans (stored)."),
+         "log.cleaner.min.cleanable.ratio", "How dirty a log gets before the cleaner compacts it."),
     _def("min.compaction.lag.ms", _LONG_NONNEG, 0, LONG, "log.cleaner.min.compaction.lag.ms",
-         "The least time a message stays uncompacted (stored)."),
+         "The least time a message stays uncompacted."),
     _def("min.insync.replicas", _int_range(1, INT_MAX), 1, INT, "min.insync.replicas",
          "The fewest in-sync replicas for acks=all."),
     _def("preallocate", _bool, "false", BOOLEAN, "log.preallocate",
@@ -258,8 +259,8 @@ def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
 
 def _check_compaction_lag(configs: Mapping[str, str]) -> None:
     # Kafka's LogConfig.validateValues checks the topic's overrides over the
-    # broker defaults.  pylog's server.properties has no log.cleaner.*
-    # compaction lag keys, so the broker defaults are Kafka's own.
+    # broker defaults; here over Kafka's own defaults (a topic setting only one
+    # of the two is not checked against a log.cleaner.*.lag.ms in server.properties).
     lo = int(configs.get(MIN_LAG, TOPIC_CONFIGS[MIN_LAG].default))
     hi = int(configs.get(MAX_LAG, TOPIC_CONFIGS[MAX_LAG].default))
     if lo > hi:

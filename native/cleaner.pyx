@@ -1,0 +1,641 @@
+"""Log compaction in C: the key -> latest offset map and the record filter.
+
+After Kafka's ``SkimpyOffsetMap`` and ``MemoryRecords.filterTo``, as the log
+cleaner (``pylog/log/cleaner.py``) uses them:
+
+1. :class:`OffsetMap` is filled from the dirty part of a log
+   (:meth:`OffsetMap.add_batches`): for every keyed record, the hash of its
+   key -> its offset, the later offset winning.  A key is stored as 128 bits
+   of hash (two seeds of MurmurHash64A; Kafka keeps 16 bytes of MD5), so
+   memory is 24 bytes a key, bounded by ``log.cleaner.dedupe.buffer.size``.
+   The table starts small and doubles as keys arrive: a log with few keys
+   (``__consumer_offsets``) never touches the whole buffer.
+2. :class:`RecordFilter` rewrites batches (:meth:`RecordFilter.run`): a record
+   stays when its key's latest offset is its own or unknown, and, for a
+   tombstone (null value), only while the segment is within
+   ``delete.retention.ms``.  Keyless records go (Kafka's cleaner counts them
+   invalid and drops them).  A batch that keeps every record is copied as it
+   is; one that keeps none is dropped; one that keeps some is rebuilt with
+   the records it keeps, byte for byte, under a new header: its base offset,
+   base timestamp, producer fields and lastOffsetDelta stay (Kafka's
+   ``overrideLastOffset``, so the next offset and the producer's sequence
+   range do not move), the count, length, max timestamp (CreateTime) and
+   CRC are new.  Records keep their offset and timestamp deltas, which stay
+   valid against the unchanged base values.  A compressed batch is
+   decompressed, filtered and compressed again with its own codec.  Control
+   batches are copied as they are.
+
+Uncompressed batches are processed with the GIL released; a compressed one
+takes it back for the codec call only.  No Python object is made per record.
+"""
+
+cimport cython
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from bigendian cimport rd16, rd32, rd64, wr32, wr64
+from cvarint cimport pylog_varint_decode, pylog_varlong_decode
+
+
+cdef extern from "crc32c.h" nogil:
+    uint32_t pylog_crc32c(uint32_t crc, const void *buf, size_t len)
+
+from pylog.errors import CorruptBatchError
+from pylog.records.compression import compress as _compress
+from pylog.records.compression import decompress as _decompress
+
+cdef enum:
+    OFF_BATCH_LENGTH = 8
+    OFF_MAGIC = 16
+    OFF_CRC = 17
+    OFF_ATTRIBUTES = 21
+    OFF_LAST_OFFSET_DELTA = 23
+    OFF_BASE_TIMESTAMP = 27
+    OFF_MAX_TIMESTAMP = 35
+    OFF_RECORD_COUNT = 57
+    HEADER_SIZE = 61
+    LOG_OVERHEAD = 12
+
+    ATTR_COMPRESSION_MASK = 0x07
+    ATTR_LOG_APPEND_TIME = 0x08
+    ATTR_CONTROL = 0x20
+
+    # run loops' outcomes
+    RUN_END = 0        # reached the end of the window (or the stop offset)
+    RUN_COMPRESSED = 1  # the batch at pos is compressed: needs the GIL
+    RUN_FULL = 2       # the map has no room for the batch at pos
+    RUN_CORRUPT = 3    # the batch at pos does not parse
+    RUN_LIMIT = 4      # the output reached its limit
+    RUN_NOMEM = 5
+
+# A slot is empty when its offset is EMPTY (offsets are >= 0).
+cdef int64_t EMPTY = -1
+cdef uint64_t SEED1 = 0x9E3779B97F4A7C15ULL
+cdef uint64_t SEED2 = 0xC2B2AE3D27D4EB4FULL
+# The table doubles while it is under this fill; at its largest it fills up
+# to the load factor (log.cleaner.io.buffer.load.factor).
+cdef double GROW_AT = 0.5
+
+
+cdef struct slot:
+    uint64_t h1
+    uint64_t h2
+    int64_t offset
+
+
+cdef inline uint64_t _murmur64(const uint8_t *p, Py_ssize_t n, uint64_t seed) noexcept nogil:
+    """MurmurHash64A (Austin Appleby, public domain), little-endian loads."""
+    cdef uint64_t m = 0xC6A4A7935BD1E995ULL
+    cdef uint64_t h = seed ^ (<uint64_t>n * m)
+    cdef uint64_t k
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&k, p + i, 8)
+        k *= m
+        k ^= k >> 47
+        k *= m
+        h ^= k
+        h *= m
+        i += 8
+    if i < n:
+        k = 0
+        memcpy(&k, p + i, n - i)
+        h ^= k
+        h *= m
+    h ^= h >> 47
+    h *= m
+    h ^= h >> 47
+    return h
+
+
+cdef inline int _get_buffer(object obj, Py_buffer *view) except -1:
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+
+
+# One parsed record: where it is, and what the cleaner needs of it.
+cdef struct record_view:
+    const uint8_t *start   # the length varint
+    const uint8_t *end     # past the record
+    int64_t ts_delta
+    int32_t offset_delta
+    const uint8_t *key
+    int32_t key_length     # -1: no key
+    int32_t value_length   # -1: null value (tombstone)
+
+
+cdef inline int _next_record(const uint8_t **pp, const uint8_t *end,
+                             record_view *r) noexcept nogil:
+    """Parse the record at pp[0] (header fields and key; the value's length);
+    0, or -1 when it does not fit."""
+    cdef const uint8_t *p = pp[0]
+    cdef int32_t length
+    cdef int n = pylog_varint_decode(p, end, &length)
+    if n < 0 or length <= 0 or length > end - p - n:
+        return -1
+    r.start = p
+    p += n
+    r.end = p + length
+    p += 1  # attributes
+    n = pylog_varlong_decode(p, r.end, &r.ts_delta)
+    if n < 0:
+        return -1
+    p += n
+    n = pylog_varint_decode(p, r.end, &r.offset_delta)
+    if n < 0:
+        return -1
+    p += n
+    n = pylog_varint_decode(p, r.end, &r.key_length)
+    if n < 0 or r.key_length < -1 or r.key_length > r.end - p - n:
+        return -1
+    p += n
+    r.key = p
+    if r.key_length > 0:
+        p += r.key_length
+    n = pylog_varint_decode(p, r.end, &r.value_length)
+    if n < 0 or r.value_length < -1 or r.value_length > r.end - p - n:
+        return -1
+    pp[0] = r.end
+    return 0
+
+
+cdef inline int _batch_at(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos) noexcept nogil:
+    """Size of the whole v2 batch at ``pos``, or -1 when none fits there."""
+    cdef int64_t blen
+    if buflen - pos < HEADER_SIZE:
+        return -1
+    blen = <int32_t>rd32(buf + pos + OFF_BATCH_LENGTH)
+    if blen < HEADER_SIZE - LOG_OVERHEAD or blen + LOG_OVERHEAD > buflen - pos:
+        return -1
+    if buf[pos + OFF_MAGIC] != 2:
+        return -1
+    return <int>(blen + LOG_OVERHEAD)
+
+
+@cython.final
+cdef class OffsetMap:
+    """Key -> latest offset, in at most ``memory`` bytes (24 a key).
+
+    ``capacity``: the keys it can hold at its largest (``load_factor`` of
+    its slots); :meth:`add_batches` stops at the first batch that could
+    overflow it.  ``latest_offset``: the last offset of the last batch
+    mapped (-1 when none), so the log is mapped up to ``latest_offset + 1``.
+    """
+
+    cdef slot *slots
+    cdef Py_ssize_t nslots
+    cdef Py_ssize_t max_slots
+    cdef Py_ssize_t used
+    cdef Py_ssize_t _capacity
+    cdef readonly int64_t latest_offset
+
+    def __cinit__(self, Py_ssize_t memory, double load_factor=0.9,
+                  Py_ssize_t initial_slots=4096):
+        cdef Py_ssize_t n = 16
+        if memory < <Py_ssize_t>(16 * sizeof(slot)):
+            raise ValueError(f"an offset map needs at least {16 * sizeof(slot)} bytes, "
+                             f"got {memory}")
+        if not 0.0 < load_factor <= 1.0:
+            raise ValueError(f"load factor {load_factor} is not in (0, 1]")
+        while n * 2 * <Py_ssize_t>sizeof(slot) <= memory:
+            n *= 2
+        self.max_slots = n
+        # At least one slot stays empty: a lookup stops at an empty slot.
+        self._capacity = min(max(<Py_ssize_t>(n * load_factor), 1), n - 1)
+        self.nslots = min(max(initial_slots, 16), n)
+        self.slots = NULL
+        self._alloc(self.nslots)
+        self.used = 0
+        self.latest_offset = -1
+
+    def __dealloc__(self):
+        free(self.slots)
+
+    cdef int _alloc(self, Py_ssize_t n) except -1:
+        cdef slot *s = <slot *>malloc(n * sizeof(slot))
+        cdef Py_ssize_t i
+        if s == NULL:
+            raise MemoryError()
+        for i in range(n):
+            s[i].offset = EMPTY
+        free(self.slots)
+        self.slots = s
+        return 0
+
+    @property
+    def size(self) -> int:
+        """Keys held."""
+        return self.used
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def memory(self) -> int:
+        """Bytes the table takes now."""
+        return self.nslots * sizeof(slot)
+
+    @property
+    def utilization(self) -> float:
+        """Keys held over capacity (Kafka's buffer utilization)."""
+        return self.used / self._capacity
+
+    def clear(self) -> None:
+        cdef Py_ssize_t i
+        for i in range(self.nslots):
+            self.slots[i].offset = EMPTY
+        self.used = 0
+        self.latest_offset = -1
+
+    cdef int _grow(self) noexcept nogil:
+        """Double the table; -1 when memory runs out."""
+        cdef Py_ssize_t n = self.nslots * 2, i, j, mask = n - 1
+        cdef slot *s = <slot *>malloc(n * sizeof(slot))
+        cdef slot *old = self.slots
+        if s == NULL:
+            return -1
+        for i in range(n):
+            s[i].offset = EMPTY
+        for i in range(self.nslots):
+            if old[i].offset != EMPTY:
+                j = <Py_ssize_t>(old[i].h1 & <uint64_t>mask)
+                while s[j].offset != EMPTY:
+                    j = (j + 1) & mask
+                s[j] = old[i]
+        free(old)
+        self.slots = s
+        self.nslots = n
+        return 0
+
+    cdef inline int _put(self, const uint8_t *key, Py_ssize_t n, int64_t offset) noexcept nogil:
+        """0, or -1 when memory runs out.  The caller checked the capacity."""
+        cdef uint64_t h1 = _murmur64(key, n, SEED1), h2 = _murmur64(key, n, SEED2)
+        cdef Py_ssize_t mask, i
+        if self.used + 1 > self.nslots * GROW_AT and self.nslots < self.max_slots:
+            if self._grow():
+                return -1
+        mask = self.nslots - 1
+        i = <Py_ssize_t>(h1 & <uint64_t>mask)
+        while self.slots[i].offset != EMPTY:
+            if self.slots[i].h1 == h1 and self.slots[i].h2 == h2:
+                if offset > self.slots[i].offset:
+                    self.slots[i].offset = offset
+                return 0
+            i = (i + 1) & mask
+        self.slots[i].h1 = h1
+        self.slots[i].h2 = h2
+        self.slots[i].offset = offset
+        self.used += 1
+        return 0
+
+    cdef inline int64_t _get(self, const uint8_t *key, Py_ssize_t n) noexcept nogil:
+        cdef uint64_t h1 = _murmur64(key, n, SEED1), h2 = _murmur64(key, n, SEED2)
+        cdef Py_ssize_t mask = self.nslots - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(h1 & <uint64_t>mask)
+        while self.slots[i].offset != EMPTY:
+            if self.slots[i].h1 == h1 and self.slots[i].h2 == h2:
+                return self.slots[i].offset
+            i = (i + 1) & mask
+        return EMPTY
+
+    def put(self, key: bytes, int64_t offset) -> None:
+        """One key (tests and tools; the cleaner uses :meth:`add_batches`)."""
+        if offset < 0:
+            raise ValueError("offsets are >= 0")
+        if self.used >= self._capacity:
+            raise OverflowError("offset map is full")
+        if self._put(<const uint8_t *>(<bytes>key), len(key), offset):
+            raise MemoryError()
+
+    def get(self, key: bytes) -> int:
+        """The latest offset of ``key``, or -1."""
+        return self._get(<const uint8_t *>(<bytes>key), len(key))
+
+    cdef int _map_records(self, const uint8_t *p, const uint8_t *end, int32_t count,
+                          int64_t base_offset) noexcept nogil:
+        cdef record_view r
+        cdef int32_t k
+        for k in range(count):
+            if _next_record(&p, end, &r):
+                return RUN_CORRUPT
+            if r.key_length >= 0:
+                if self._put(r.key, r.key_length, base_offset + r.offset_delta):
+                    return RUN_NOMEM
+        return RUN_END
+
+    cdef int _map_run(self, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
+                      Py_ssize_t end, int64_t stop_offset) noexcept nogil:
+        """Map uncompressed batches from pos[0] until one that needs the GIL,
+        the end, a batch at or past ``stop_offset`` or a full map."""
+        cdef int size, rc
+        cdef const uint8_t *b
+        cdef int64_t base
+        cdef int32_t count
+        while pos[0] < end:
+            size = _batch_at(buf, buflen, pos[0])
+            if size < 0:
+                return RUN_CORRUPT
+            b = buf + pos[0]
+            base = <int64_t>rd64(b)
+            if base >= stop_offset:
+                return RUN_END
+            if not (rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL):
+                count = <int32_t>rd32(b + OFF_RECORD_COUNT)
+                if count < 0:
+                    return RUN_CORRUPT
+                if self.used + count > self._capacity:
+                    return RUN_FULL
+                if rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK:
+                    return RUN_COMPRESSED
+                rc = self._map_records(b + HEADER_SIZE, b + size, count, base)
+                if rc != RUN_END:
+                    return rc
+            self.latest_offset = base + <int32_t>rd32(b + OFF_LAST_OFFSET_DELTA)
+            pos[0] += size
+        return RUN_END
+
+    def add_batches(self, buf, Py_ssize_t start, Py_ssize_t end,
+                    int64_t stop_offset=0x7FFFFFFFFFFFFFFF) -> tuple:
+        """Map the keys of the batches starting in ``buf[start:end)`` (whole
+        batches: the last may run past ``end``) whose base offset is below
+        ``stop_offset``.  Returns (position reached, full): ``full`` when the
+        batch at that position would not fit in the map."""
+        cdef Py_buffer view
+        cdef Py_ssize_t pos = start
+        cdef int rc = RUN_END
+        cdef const uint8_t *b
+        cdef int32_t count
+        _get_buffer(buf, &view)
+        try:
+            if start < 0 or end > view.len:
+                raise ValueError(f"window [{start}, {end}) outside a buffer of {view.len}")
+            while True:
+                with nogil:
+                    rc = self._map_run(<const uint8_t *>view.buf, view.len, &pos, end,
+                                       stop_offset)
+                if rc != RUN_COMPRESSED:
+                    break
+                b = <const uint8_t *>view.buf + pos
+                count = <int32_t>rd32(b + OFF_RECORD_COUNT)
+                inflated = _inflate(b, _batch_at(<const uint8_t *>view.buf, view.len, pos), pos)
+                rc = self._map_records(<const uint8_t *>(<bytes>inflated),
+                                       <const uint8_t *>(<bytes>inflated) + len(inflated),
+                                       count, <int64_t>rd64(b))
+                if rc != RUN_END:
+                    break
+                self.latest_offset = <int64_t>rd64(b) + <int32_t>rd32(b + OFF_LAST_OFFSET_DELTA)
+                pos += _batch_at(<const uint8_t *>view.buf, view.len, pos)
+        finally:
+            PyBuffer_Release(&view)
+        _check_rc(rc, pos)
+        return pos, rc == RUN_FULL
+
+
+cdef bytes _inflate(const uint8_t *b, int size, Py_ssize_t pos):
+    payload = PyMemoryView_FromMemory(<char *>b + HEADER_SIZE, size - HEADER_SIZE, PyBUF_READ)
+    try:
+        out = _decompress(rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK, payload)
+    except Exception as exc:
+        raise CorruptBatchError(f"batch at byte {pos}: {exc}", position=pos,
+                                check="decompress") from None
+    finally:
+        payload.release()
+    return out if type(out) is bytes else bytes(out)
+
+
+cdef int _check_rc(int rc, Py_ssize_t pos) except -1:
+    if rc == RUN_CORRUPT:
+        raise CorruptBatchError(f"batch at byte {pos} does not parse", position=pos,
+                                check="records")
+    if rc == RUN_NOMEM:
+        raise MemoryError()
+    return 0
+
+
+@cython.final
+cdef class RecordFilter:
+    """Rewrites batches against an :class:`OffsetMap` into a growing output
+    buffer (:meth:`take` hands it over).  Counters add up over its life."""
+
+    cdef uint8_t *out
+    cdef Py_ssize_t out_len
+    cdef Py_ssize_t out_cap
+    cdef readonly int64_t records_read
+    cdef readonly int64_t records_kept
+    cdef readonly int64_t batches_read
+    cdef readonly int64_t batches_kept
+    cdef readonly int64_t bytes_read
+    cdef readonly int64_t bytes_written
+    # The largest batch max timestamp written (-1: none), for the segment's roll rule.
+    cdef readonly int64_t max_timestamp
+
+    def __cinit__(self):
+        self.out = NULL
+        self.out_len = self.out_cap = 0
+        self.max_timestamp = -1
+
+    def __dealloc__(self):
+        free(self.out)
+
+    @property
+    def pending(self) -> int:
+        """Bytes written and not taken yet."""
+        return self.out_len
+
+    def take(self) -> bytearray:
+        """The batches written since the last call."""
+        out = PyByteArray_FromStringAndSize(<char *>self.out, self.out_len)
+        self.bytes_written += self.out_len
+        self.out_len = 0
+        return out
+
+    cdef int _reserve(self, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t cap
+        cdef uint8_t *p
+        if self.out_len + n <= self.out_cap:
+            return 0
+        cap = max(self.out_cap * 2, self.out_len + n, 1 << 16)
+        p = <uint8_t *>realloc(self.out, cap)
+        if p == NULL:
+            return -1
+        self.out = p
+        self.out_cap = cap
+        return 0
+
+    cdef int _keep(self, OffsetMap m, const record_view *r, int64_t base,
+                   bint tombstones) noexcept nogil:
+        cdef int64_t found
+        if r.key_length < 0:
+            return 0
+        found = m._get(r.key, r.key_length)
+        if found != EMPTY and found > base + r.offset_delta:
+            return 0
+        return tombstones or r.value_length >= 0
+
+    cdef int _filter_records(self, OffsetMap m, const uint8_t *b, const uint8_t *p,
+                             const uint8_t *end, int32_t count, bint tombstones,
+                             int32_t *kept, int64_t *max_ts) noexcept nogil:
+        """Append the kept records of one batch to the output (room reserved
+        by the caller: at most ``end - p`` bytes)."""
+        cdef record_view r
+        cdef int32_t k
+        cdef int64_t base = <int64_t>rd64(b), base_ts = <int64_t>rd64(b + OFF_BASE_TIMESTAMP)
+        cdef int64_t ts
+        for k in range(count):
+            if _next_record(&p, end, &r):
+                return RUN_CORRUPT
+            if self._keep(m, &r, base, tombstones):
+                memcpy(self.out + self.out_len, r.start, r.end - r.start)
+                self.out_len += r.end - r.start
+                kept[0] += 1
+                ts = <int64_t>(<uint64_t>base_ts + <uint64_t>r.ts_delta)
+                if ts > max_ts[0]:
+                    max_ts[0] = ts
+        if p != end:
+            return RUN_CORRUPT
+        return RUN_END
+
+    cdef void _finish_header(self, const uint8_t *b, Py_ssize_t at, int32_t kept,
+                             int64_t max_ts) noexcept nogil:
+        """The header of a rebuilt batch at ``at``, its records after it."""
+        cdef uint8_t *h = self.out + at
+        cdef Py_ssize_t length = self.out_len - at
+        cdef int64_t ts
+        memcpy(h, b, HEADER_SIZE)
+        wr32(h + OFF_BATCH_LENGTH, <uint32_t>(length - LOG_OVERHEAD))
+        wr32(h + OFF_RECORD_COUNT, <uint32_t>kept)
+        if not (rd16(b + OFF_ATTRIBUTES) & ATTR_LOG_APPEND_TIME):
+            wr64(h + OFF_MAX_TIMESTAMP, <uint64_t>max_ts)
+        wr32(h + OFF_CRC, pylog_crc32c(0, h + OFF_ATTRIBUTES, length - OFF_ATTRIBUTES))
+        self.batches_kept += 1
+        ts = <int64_t>rd64(h + OFF_MAX_TIMESTAMP)
+        if ts > self.max_timestamp:
+            self.max_timestamp = ts
+
+    cdef void _copied(self, const uint8_t *b, int size) noexcept nogil:
+        cdef int64_t ts = <int64_t>rd64(b + OFF_MAX_TIMESTAMP)
+        memcpy(self.out + self.out_len, b, size)
+        self.out_len += size
+        self.batches_kept += 1
+        if ts > self.max_timestamp:
+            self.max_timestamp = ts
+
+    cdef int _run(self, OffsetMap m, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
+                  Py_ssize_t end, bint tombstones, Py_ssize_t out_limit) noexcept nogil:
+        cdef int size, rc
+        cdef const uint8_t *b
+        cdef int32_t count, kept
+        cdef int64_t max_ts
+        cdef Py_ssize_t at
+        while pos[0] < end:
+            if self.out_len >= out_limit:
+                return RUN_LIMIT
+            size = _batch_at(buf, buflen, pos[0])
+            if size < 0:
+                return RUN_CORRUPT
+            b = buf + pos[0]
+            count = <int32_t>rd32(b + OFF_RECORD_COUNT)
+            if count < 0:
+                return RUN_CORRUPT
+            if self._reserve(size):
+                return RUN_NOMEM
+            if rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL:
+                self._copied(b, size)
+            elif rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK:
+                return RUN_COMPRESSED
+            else:
+                at = self.out_len
+                self.out_len += HEADER_SIZE
+                kept = 0
+                max_ts = -1
+                rc = self._filter_records(m, b, b + HEADER_SIZE, b + size, count, tombstones,
+                                          &kept, &max_ts)
+                if rc != RUN_END:
+                    self.out_len = at
+                    return rc
+                if kept == count:
+                    self.out_len = at
+                    self._copied(b, size)
+                elif kept == 0:
+                    self.out_len = at
+                else:
+                    self._finish_header(b, at, kept, max_ts)
+                self.records_read += count
+                self.records_kept += kept
+            self.batches_read += 1
+            self.bytes_read += size
+            pos[0] += size
+        return RUN_END
+
+    cdef int _compressed(self, OffsetMap m, const uint8_t *b, int size, Py_ssize_t pos,
+                         bint tombstones) except -1:
+        """One compressed batch: decompress, filter, compress the kept records
+        again with the batch's codec (the GIL is held)."""
+        cdef int32_t count = <int32_t>rd32(b + OFF_RECORD_COUNT), kept = 0
+        cdef int64_t max_ts = -1
+        cdef Py_ssize_t at = self.out_len, start
+        cdef int rc
+        inflated = _inflate(b, size, pos)
+        if self._reserve(HEADER_SIZE + len(inflated)):
+            raise MemoryError()
+        self.out_len = start = at + HEADER_SIZE
+        rc = self._filter_records(m, b, <const uint8_t *>(<bytes>inflated),
+                                  <const uint8_t *>(<bytes>inflated) + len(inflated), count,
+                                  tombstones, &kept, &max_ts)
+        if rc != RUN_END:
+            self.out_len = at
+            _check_rc(rc, pos)
+        if kept == count:
+            self.out_len = at
+            self._copied(b, size)
+        elif kept == 0:
+            self.out_len = at
+        else:
+            records = PyMemoryView_FromMemory(<char *>self.out + start, self.out_len - start,
+                                              PyBUF_READ)
+            try:
+                packed = _compress(rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK, records)
+            finally:
+                records.release()
+            self.out_len = start
+            if self._reserve(len(packed)):
+                raise MemoryError()
+            memcpy(self.out + start, <const uint8_t *>(<bytes>packed), len(packed))
+            self.out_len = start + len(packed)
+            self._finish_header(b, at, kept, max_ts)
+        self.records_read += count
+        self.records_kept += kept
+        self.batches_read += 1
+        self.bytes_read += size
+        return 0
+
+    def run(self, OffsetMap offsets, buf, Py_ssize_t start, Py_ssize_t end,
+            bint retain_tombstones, Py_ssize_t out_limit=1 << 62) -> int:
+        """Filter the batches starting in ``buf[start:end)`` (the last may run
+        past ``end``) into the output; stops early once :attr:`pending`
+        reaches ``out_limit``.  Returns the position reached."""
+        cdef Py_buffer view
+        cdef Py_ssize_t pos = start
+        cdef int rc = RUN_END, size
+        _get_buffer(buf, &view)
+        try:
+            if start < 0 or end > view.len:
+                raise ValueError(f"window [{start}, {end}) outside a buffer of {view.len}")
+            while True:
+                with nogil:
+                    rc = self._run(offsets, <const uint8_t *>view.buf, view.len, &pos, end,
+                                   retain_tombstones, out_limit)
+                if rc != RUN_COMPRESSED:
+                    break
+                size = _batch_at(<const uint8_t *>view.buf, view.len, pos)
+                self._compressed(offsets, <const uint8_t *>view.buf + pos, size, pos,
+                                 retain_tombstones)
+                pos += size
+        finally:
+            PyBuffer_Release(&view)
+        _check_rc(rc, pos)
+        return pos

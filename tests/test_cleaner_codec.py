@@ -1,0 +1,323 @@
+"""The native compaction codec (``pylog._native.cleaner``) against a plain-Python reference.
+
+Seeded random logs of v2 batches built with ``BatchBuilder``: every codec,
+CreateTime and LogAppendTime, headers, null keys, tombstones, empty values,
+control batches and batches with offset gaps (what a previous clean leaves:
+fewer records than ``lastOffsetDelta + 1``).  The reference computes each
+key's latest offset and the records a clean keeps; the native ``OffsetMap``
+and ``RecordFilter`` must agree record for record, keep every batch's base
+offset, base timestamp, producer fields and lastOffsetDelta, write valid
+CRCs, and count what they did.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+from pylog._native.cleaner import OffsetMap, RecordFilter
+
+from pylog.records import BatchBuilder, read_batches, validate
+
+SLOT = 24  # bytes a key in the map
+CONTROL_KEY = b"\x00\x00\x00\x01"  # version 0, COMMIT
+CONTROL_VALUE = b"\x00\x00\x00\x00\x00\x00"
+
+
+def _random_log(seed: int, batches: int = 120, keys: int = 15,
+                codecs: tuple[int, ...] = (0, 1, 2, 3, 4)) -> bytes:
+    """Consecutive batches from offset 0; some with offset gaps, some control."""
+    rng = random.Random(seed)
+    out = bytearray()
+    offset = 0
+    ts = 1_700_000_000_000
+    for _ in range(batches):
+        if rng.random() < 0.05:
+            b = BatchBuilder(base_offset=offset, is_control=True, is_transactional=True,
+                             producer_id=rng.randrange(1000), producer_epoch=0,
+                             base_sequence=-1)
+            b.append(ts, CONTROL_KEY, CONTROL_VALUE)
+            out += b.build()
+            offset += 1
+            continue
+        producer = ((rng.randrange(1, 1000), rng.randrange(5), rng.randrange(10_000))
+                    if rng.random() < 0.3 else (-1, -1, -1))
+        b = BatchBuilder(compression=rng.choice(codecs), timestamp_type=rng.randrange(2),
+                         base_offset=offset, partition_leader_epoch=rng.randrange(-1, 3),
+                         producer_id=producer[0], producer_epoch=producer[1],
+                         base_sequence=producer[2])
+        gaps = rng.random() < 0.2
+        delta = -1
+        for _ in range(rng.randrange(1, 9)):
+            delta += rng.randrange(1, 4) if gaps else 1
+            r = rng.random()
+            key = None if r < 0.08 else b"key-%d" % rng.randrange(keys)
+            r = rng.random()
+            value = (None if r < 0.12 else b"" if r < 0.2
+                     else b"v%d-" % offset * rng.randrange(1, 30))
+            headers = [(f"h{i}", None if rng.random() < 0.2 else bytes([i]) * i)
+                       for i in range(rng.randrange(3))]
+            # Timestamps jump around: the max is not always the last.
+            b.append(ts + rng.randrange(-500, 500), key, value, headers, offset_delta=delta)
+        out += b.build()
+        offset += delta + 1
+        ts += rng.randrange(0, 100)
+    return bytes(out)
+
+
+def _records(buf) -> list[tuple]:
+    return [(r.offset, r.key, r.value, [tuple(h) for h in r.headers], r.timestamp)
+            for batch in read_batches(buf) if not batch.is_control for r in batch.records()]
+
+
+def _latest(buf, stop_offset: int = 2**63 - 1) -> dict[bytes, int]:
+    """The reference map: key -> latest offset, batches based below ``stop_offset``."""
+    latest: dict[bytes, int] = {}
+    for batch in read_batches(buf):
+        if batch.base_offset >= stop_offset or batch.is_control:
+            continue
+        for r in batch.records():
+            if r.key is not None:
+                latest[r.key] = max(latest.get(r.key, -1), r.offset)
+    return latest
+
+
+def _expected(buf, latest: dict[bytes, int], retain_tombstones: bool):
+    """(kept batches as (info, kept records), records kept) as the cleaner must do."""
+    out = []
+    for batch in read_batches(buf):
+        records = list(batch.records())
+        if batch.is_control:
+            out.append((batch, records))
+            continue
+        kept = [r for r in records if r.key is not None
+                and latest.get(r.key, -1) <= r.offset
+                and (retain_tombstones or r.value is not None)]
+        if kept:
+            out.append((batch, kept))
+    return out
+
+
+def _native_map(buf, memory: int = 1 << 20, stop_offset: int = 2**63 - 1) -> OffsetMap:
+    m = OffsetMap(memory)
+    pos, full = m.add_batches(buf, 0, len(buf), stop_offset)
+    assert not full
+    return m
+
+
+def _check_output(buf, out, latest: dict[bytes, int], retain: bool) -> None:
+    expected = _expected(buf, latest, retain)
+    infos = validate(out, strict=False)  # CRCs, lengths, record counts
+    assert len(infos) == len(expected)
+    by_base = {b.base_offset: b for b in read_batches(buf)}
+    raw_in = {b.base_offset: bytes(buf[b.position:b.position + b.size])
+              for b in validate(buf, strict=False)}
+    got_batches = list(read_batches(out))
+    for info, got, (src, kept) in zip(infos, got_batches, expected, strict=True):
+        assert got.base_offset == src.base_offset
+        src = by_base[got.base_offset]
+        assert got.last_offset_delta == src.last_offset_delta
+        assert got.first_timestamp == src.first_timestamp
+        assert (got.producer_id, got.producer_epoch, got.base_sequence) == (
+            src.producer_id, src.producer_epoch, src.base_sequence)
+        assert got.partition_leader_epoch == src.partition_leader_epoch
+        assert got.attributes == src.attributes
+        assert got.record_count == len(kept)
+        raw_out = bytes(out[info.position:info.position + info.size])
+        if len(kept) == src.record_count:
+            assert raw_out == raw_in[src.base_offset], "a batch keeping all was not copied"
+        elif src.timestamp_type == 0:
+            assert got.max_timestamp == max(r.timestamp for r in kept)
+        else:
+            assert got.max_timestamp == src.max_timestamp  # LogAppendTime: unchanged
+        assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in got.records()] == [
+            (r.offset, r.key, r.value, r.headers, r.timestamp) for r in kept]
+
+
+def _filter(m: OffsetMap, buf, retain: bool, window: int | None = None,
+            rng: random.Random | None = None) -> tuple[bytearray, RecordFilter]:
+    f = RecordFilter()
+    out = bytearray()
+    pos = 0
+    while pos < len(buf):
+        end = len(buf) if window is None else min(len(buf), pos + rng.randrange(1, window))
+        pos = f.run(m, buf, pos, end, retain)
+        out += f.take()
+    return out, f
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("retain", [True, False])
+def test_filter_matches_the_reference(seed: int, retain: bool) -> None:
+    buf = _random_log(seed)
+    latest = _latest(buf)
+    m = _native_map(buf)
+    assert m.size == len(latest)
+    for key, offset in latest.items():
+        assert m.get(key) == offset
+    assert m.get(b"never-written") == -1
+    last = list(read_batches(buf))[-1]
+    assert m.latest_offset == last.base_offset + last.last_offset_delta
+
+    out, f = _filter(m, buf, retain)
+    _check_output(buf, out, latest, retain)
+    kept = _expected(buf, latest, retain)
+    all_batches = list(read_batches(buf))
+    data = [b for b in all_batches if not b.is_control]
+    assert f.records_read == sum(b.record_count for b in data)
+    assert f.records_kept == sum(len(k) for b, k in kept if not b.is_control)
+    assert f.batches_read == len(all_batches)
+    assert f.batches_kept == len(kept)
+    assert f.bytes_read == len(buf)
+    assert f.bytes_written == len(out)
+    assert f.pending == 0
+    out_batches = list(read_batches(out))
+    assert f.max_timestamp == max(b.max_timestamp for b in out_batches)
+    # Each key once at most (control batches aside), the latest.
+    recs = _records(out)
+    assert len({k for _, k, *_ in recs}) == len(recs)
+    assert f.records_kept < f.records_read  # the vectors do exercise removal
+
+    # Fed back in (rebuilt batches: count < lastOffsetDelta + 1), nothing changes.
+    again, f2 = _filter(m, out, retain)
+    assert again == out
+    assert f2.records_kept == f2.records_read == f.records_kept
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_windows_ending_mid_batch_give_the_same_result(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    buf = _random_log(seed + 10)
+    whole = _native_map(buf)
+    # The map filled through windows of random sizes: add_batches takes the
+    # whole batches that start before the window's end.
+    starts = [b.position for b in validate(buf, strict=False)]
+    m = OffsetMap(1 << 20)
+    pos = 0
+    while pos < len(buf):
+        end = min(len(buf), pos + rng.randrange(1, 700))
+        new, full = m.add_batches(buf, pos, end)
+        assert not full
+        assert new == next((s for s in starts if s >= end), len(buf)), (pos, end)
+        pos = new
+    assert m.size == whole.size and m.latest_offset == whole.latest_offset
+    for key, offset in _latest(buf).items():
+        assert m.get(key) == offset
+    one, _ = _filter(whole, buf, True)
+    pieces, f = _filter(m, buf, True, window=700, rng=rng)
+    assert pieces == one
+    assert f.bytes_read == len(buf)
+
+
+def test_rebuilt_batch_against_a_newer_map() -> None:
+    """A batch already cleaned once (gaps) is filtered again by a later map."""
+    b = BatchBuilder(compression=3, base_offset=100, producer_id=9, producer_epoch=1,
+                     base_sequence=40)
+    b.append(1000, b"a", b"1", offset_delta=0)
+    b.append(1500, b"b", b"2", offset_delta=4)
+    b.append(1200, b"c", b"3", offset_delta=9)
+    buf = b.build()
+    m = OffsetMap(1 << 16)
+    m.put(b"a", 100)
+    m.put(b"b", 120)  # b has a later value elsewhere
+    m.put(b"c", 109)
+    f = RecordFilter()
+    assert f.run(m, buf, 0, len(buf), True) == len(buf)
+    out = f.take()
+    (info,) = validate(out, strict=False)
+    (batch,) = list(read_batches(out))
+    assert (batch.base_offset, batch.last_offset_delta, batch.record_count) == (100, 9, 2)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (9, 1, 40)
+    assert batch.compression == 3 and batch.first_timestamp == 1000
+    assert batch.max_timestamp == 1200  # b's 1500 went with it
+    assert [(r.offset, r.key) for r in batch.records()] == [(100, b"a"), (109, b"c")]
+
+
+def test_stop_offset_and_unknown_keys() -> None:
+    buf = _random_log(42, batches=60, codecs=(0, 2))
+    batches = list(read_batches(buf))
+    stop = batches[30].base_offset
+    m = OffsetMap(1 << 20)
+    pos, full = m.add_batches(buf, 0, len(buf), stop)
+    assert not full
+    assert pos == batches[30].position  # stopped at the first batch based at stop
+    assert m.latest_offset == batches[29].base_offset + batches[29].last_offset_delta
+    latest = _latest(buf, stop)
+    assert m.size == len(latest)
+    # Keys past the map: kept when the map has no later offset for them.
+    out, _ = _filter(m, buf, True)
+    _check_output(buf, out, latest, True)
+    # A stop offset inside a batch maps that batch whole (its base is below).
+    i = next(i for i, b in enumerate(batches) if b.last_offset_delta > 0 and i > 2)
+    m2 = OffsetMap(1 << 20)
+    pos, _ = m2.add_batches(buf, 0, len(buf), batches[i].base_offset + 1)
+    assert pos == batches[i + 1].position
+    assert m2.latest_offset == batches[i].base_offset + batches[i].last_offset_delta
+
+
+def test_map_grows_past_its_initial_size() -> None:
+    m = OffsetMap(1 << 22, initial_slots=16)
+    assert m.memory == 16 * SLOT
+    for i in range(20_000):
+        m.put(b"key-%d" % i, 10 + i)
+    for i in range(20_000):
+        m.put(b"key-%d" % i, 100_000 + i if i % 2 else i)  # a lower offset never wins
+    assert m.size == 20_000
+    assert m.memory >= 20_000 * SLOT
+    assert m.memory <= 1 << 22
+    for i in range(20_000):
+        assert m.get(b"key-%d" % i) == (100_000 + i if i % 2 else 10 + i)
+    assert m.get(b"key-20000") == -1
+    m.clear()
+    assert m.size == 0 and m.get(b"key-1") == -1 and m.latest_offset == -1
+
+
+def test_map_reports_full_at_capacity() -> None:
+    m = OffsetMap(16 * SLOT)  # 16 slots, 14 keys at 0.9
+    assert m.capacity == 14
+    buf = bytearray()
+    positions = []
+    for i in range(10):  # 10 batches of 3 distinct keys each
+        positions.append(len(buf))
+        b = BatchBuilder(base_offset=3 * i, compression=i % 2)
+        for k in range(3):
+            b.append(1, b"k%d" % (3 * i + k), b"v")
+        buf += b.build()
+    pos, full = m.add_batches(buf, 0, len(buf))
+    # 4 batches (12 keys) fit; the 5th (3 more) would pass 14.
+    assert full and pos == positions[4]
+    assert m.size == 12 and m.latest_offset == 11
+    # The next pass goes on from there with an empty map.
+    m.clear()
+    pos, full = m.add_batches(buf, pos, len(buf))
+    assert full and pos == positions[8] and m.latest_offset == 23
+    m.put(b"x1", 1)
+    m.put(b"x2", 2)
+    with pytest.raises(OverflowError):
+        m.put(b"x3", 3)
+    assert m.get(b"x1") == 1 and m.get(b"x3") == -1
+    with pytest.raises(ValueError):
+        OffsetMap(16 * SLOT - 1)
+
+
+def test_full_map_at_load_factor_one_still_answers() -> None:
+    """``log.cleaner.io.buffer.load.factor`` = 1.0 is a valid setting; a map
+    filled to its capacity must still answer for a key it does not hold (the
+    record filter asks for every key of the clean section).  Run in a child
+    process: the lookup of a missing key in a table with no empty slot never
+    ends (linear probing without a bound)."""
+    code = (
+        "from pylog._native.cleaner import OffsetMap\n"
+        "m = OffsetMap(16 * 24, 1.0)\n"
+        "for i in range(m.capacity):\n"
+        "    m.put(b'k%d' % i, i)\n"
+        "assert m.get(b'missing') == -1\n"
+        "assert m.get(b'k3') == 3\n"
+    )
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("OffsetMap.get of a missing key hangs once a load-factor-1.0 map is full")
+    assert proc.returncode == 0, proc.stderr.decode()
