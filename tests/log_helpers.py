@@ -36,3 +36,26 @@ def fs_type(path: Path) -> str:
             if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
                 best, fstype = mnt, typ
     return fstype
+
+
+def read_log(lg) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Every record from the log start to the end, through ``Log.read`` (as a
+    consumer reads: a fetch slice, then on after its last batch's offsets)."""
+    import os
+
+    from pylog.records import read_batches
+
+    out = []
+    offset, end = lg.log_start_offset, lg.log_end_offset
+    while offset < end:
+        chunk = lg.read(offset, 1 << 20)
+        if chunk.length <= 0:
+            break
+        data = os.pread(chunk.fd, chunk.length, chunk.position)
+        last = offset - 1
+        for b in read_batches(data):
+            last = b.base_offset + b.last_offset_delta
+            out.extend((r.offset, r.key, r.value) for r in b.records() if r.offset >= offset)
+        assert last >= offset, f"no progress reading from offset {offset}"
+        offset = last + 1
+    return out

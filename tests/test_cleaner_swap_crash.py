@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from log_helpers import read_log
 
 from pylog.log import Log
 from pylog.log.cleaner import LogCleaner
@@ -29,20 +30,7 @@ CONFIG = LogConfig(segment_bytes=4096, cleanup_policy=("compact",),
 SUFFIXES = (".log", ".index", ".timeindex")
 
 
-def _read(lg: Log) -> list[tuple[int, bytes, bytes | None]]:
-    out = []
-    offset, end = lg.log_start_offset, lg.log_end_offset
-    while offset < end:
-        chunk = lg.read(offset, 1 << 20)
-        if chunk.length <= 0:
-            break
-        data = os.pread(chunk.fd, chunk.length, chunk.position)
-        last = offset - 1
-        for batch in read_batches(data):
-            last = batch.base_offset + batch.last_offset_delta
-            out.extend((r.offset, r.key, r.value) for r in batch.records() if r.offset >= offset)
-        offset = last + 1
-    return out
+_read = read_log
 
 
 def _name(base: int, suffix: str) -> str:

@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 from broker_process import wait_for
+from log_helpers import read_log
 
 from pylog.log import Log
 from pylog.log.cleaner import LogCleaner, cleanable
 from pylog.log.config import CleanerConfig, LogConfig
-from pylog.records import build_batch, read_batches
+from pylog.records import build_batch
 
 Produced = list[tuple[bytes, bytes | None]]  # by offset
 
@@ -42,22 +43,7 @@ def _append(lg: Log, produced: Produced, records: Produced, per_batch: int = 5,
         produced.extend(chunk)
 
 
-def _read(lg: Log) -> list[tuple[int, bytes, bytes | None]]:
-    """Every record from the log start to the end, through ``Log.read``."""
-    out = []
-    offset, end = lg.log_start_offset, lg.log_end_offset
-    while offset < end:
-        chunk = lg.read(offset, 1 << 20)
-        if chunk.length <= 0:
-            break
-        data = os.pread(chunk.fd, chunk.length, chunk.position)
-        last = offset - 1
-        for batch in read_batches(data):
-            last = batch.base_offset + batch.last_offset_delta
-            out.extend((r.offset, r.key, r.value) for r in batch.records() if r.offset >= offset)
-        assert last >= offset
-        offset = last + 1
-    return out
+_read = read_log
 
 
 def _expected(produced: Produced, end: int, start: int = 0) -> list[tuple]:

@@ -147,10 +147,18 @@ class LogConfig:
 def int_value(lo: int = -LONG_MAX - 1, hi: int = LONG_MAX) -> Callable[[str, str], int]:
     """A parser of an integer config value in [lo, hi]: (key, raw) -> int,
     ValueError naming the key (shared by topic, log manager and broker configs)."""
+    return _number(int, lo, hi)
 
-    def conv(key: str, raw: str) -> int:
+
+def double_value(lo: float, hi: float) -> Callable[[str, str], float]:
+    """A parser of a floating-point config value in [lo, hi] (Java's double)."""
+    return _number(float, lo, hi)
+
+
+def _number(kind: Callable[[str], Any], lo: Any, hi: Any) -> Callable[[str, str], Any]:
+    def conv(key: str, raw: str) -> Any:
         try:
-            value = int(str(raw).strip())
+            value = kind(str(raw).strip())
         except ValueError:
             raise ValueError(f"invalid value {raw!r} for configuration {key}: "
                              "not a number") from None
@@ -187,22 +195,6 @@ def _policy(key: str, raw: str) -> tuple[str, ...]:
         raise ValueError(f"invalid value {raw!r} for configuration {key}: "
                          f"must be a list of {', '.join(CLEANUP_POLICIES)}")
     return parts
-
-
-def double_value(lo: float, hi: float) -> Callable[[str, str], float]:
-    """A parser of a floating-point config value in [lo, hi] (Java's double)."""
-
-    def conv(key: str, raw: str) -> float:
-        try:
-            value = float(str(raw).strip())
-        except ValueError:
-            raise ValueError(f"invalid value {raw!r} for configuration {key}: "
-                             "not a number") from None
-        if not lo <= value <= hi:
-            raise ValueError(f"invalid value {value} for configuration {key}: "
-                             f"value must be in [{lo}, {hi}]")
-        return value
-    return conv
 
 
 def bool_value(key: str, raw: str) -> bool:
