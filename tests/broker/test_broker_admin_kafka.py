@@ -303,6 +303,22 @@ def test_offset_for_leader_epoch_answers_from_the_one_epoch(broker, topic) -> No
                 assert ask(version, epoch, current=-2)[0] == ErrorCode.FENCED_LEADER_EPOCH
 
 
+def test_api_versions_answers_carry_their_own_correlation_id(broker) -> None:
+    """The answer is encoded once per version and reused: pipelined requests
+    of every version, each twice, each get their own correlation id and the
+    same list."""
+    body = {"client_software_name": "t", "client_software_version": "1"}
+    with RawClient(broker.bootstrap) as c:
+        sent = [(version, c.send(ApiKey.API_VERSIONS, version, body))
+                for _ in range(2) for version in range(5)]
+        lists = set()
+        for version, cid in sent:
+            got, r = c.recv(ApiKey.API_VERSIONS, version)
+            assert (got, r.error_code) == (cid, 0)
+            lists.add(tuple((k.api_key, k.min_version, k.max_version) for k in r.api_keys))
+        assert len(lists) == 1 and (ApiKey.API_VERSIONS, 0, 4) in lists.pop()
+
+
 def test_api_versions_checks_client_software(broker) -> None:
     """As Kafka's ApiVersionsRequest.isValid (v3+): a client software name or
     version not matching [a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])? gets
