@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pylog.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     OffsetCheckpointFile,
 )
+from pylog.log.errors import LogClosedError
 from pylog.records import BatchBuilder
 from pylog.server import producer_state
 
@@ -289,6 +291,62 @@ def test_unreadable_checkpoint_file_falls_back_instead_of_failing(tmp_path, name
     assert OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read() == {("t", 0): 201}
     assert OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read() == {("t", 0): expected}
     check_continuous(d / "t-0", 201)
+
+
+def _untrimmed_indexes(d: Path) -> list[str]:
+    """Index files of ``d``'s partitions still at their preallocated size: an
+    empty log closed cleanly has empty ones."""
+    return sorted(f"{f.parent.name}/{f.name}" for f in d.glob("*-*/*index")
+                  if f.stat().st_size > 0)
+
+
+def test_a_closed_manager_opens_no_log(tmp_path):
+    """Once closed (the clean-shutdown marker written), the manager refuses to
+    create a log: one opened then would never be closed, so its preallocated
+    indexes would stay full-size under the marker, and the next start would
+    find them corrupt."""
+    d = tmp_path / "logs"
+    m = LogManager(d, CFG)
+    m.get_or_create_log("t", 0)
+    m.close()
+    with pytest.raises(LogClosedError):
+        m.get_or_create_log("t", 1)
+    assert not (d / "t-1").exists()
+    assert (d / ".kafka_cleanshutdown").exists()
+    assert _untrimmed_indexes(d) == []
+
+
+def test_logs_created_while_the_manager_closes_are_all_closed(tmp_path, caplog):
+    """A thread creating logs (the broker creates __consumer_offsets'
+    partitions off the event loop) races a clean shutdown: every log it made
+    is closed with the others, and the next start finds no corrupt index."""
+    d = tmp_path / "logs"
+    m = LogManager(d, CFG)
+    made: list[int] = []
+    first = threading.Event()
+
+    def create() -> None:
+        for p in range(200):
+            try:
+                m.get_or_create_log("t", p)
+            except LogClosedError:
+                return
+            made.append(p)
+            first.set()
+
+    creator = threading.Thread(target=create)
+    creator.start()
+    assert first.wait(10)
+    m.close()
+    creator.join(30)
+    assert made == list(range(len(made)))
+    assert sorted(int(p.name[2:]) for p in d.glob("t-*")) == made
+    assert _untrimmed_indexes(d) == []
+    caplog.set_level("WARNING")
+    m = LogManager(d, CFG)
+    assert sorted(p for _, p in m.logs()) == made
+    m.close()
+    assert not [r for r in caplog.records if "corrupt" in r.getMessage()]
 
 
 def _idempotent(producer_id: int, seq: int) -> bytearray:

@@ -20,6 +20,7 @@ from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
 from pylog.coordinator import records as fmt
+from pylog.log.errors import LogClosedError
 from pylog.records import BatchBuilder, read_batches
 
 if TYPE_CHECKING:
@@ -87,8 +88,11 @@ class OffsetsStore:
 
     def _create_rest(self) -> None:
         for p in range(self.num_partitions):
-            if self.topics.ensure_partition(OFFSETS_TOPIC, p) is None:
-                return  # the topic was deleted meanwhile
+            try:
+                if self.topics.ensure_partition(OFFSETS_TOPIC, p) is None:
+                    return  # the topic was deleted meanwhile
+            except LogClosedError:
+                return  # the node is shutting down: the next start creates the rest
 
     def _log_rest_failure(self, fut: Future) -> None:
         exc = fut.exception()

@@ -180,6 +180,13 @@ class LogManager:
             found = self._logs.get(tp)
             if found is not None:
                 return found
+            if self._closed:
+                # A log opened now would never be closed: its preallocated
+                # indexes left untrimmed under the clean-shutdown marker,
+                # which the next start would find "corrupt" (a partition of
+                # __consumer_offsets still being created off the loop when
+                # SIGTERM came).
+                raise LogClosedError(f"log manager of {self.dir} is closed")
             if config is not None:
                 self.topic_configs[topic] = config
             path = self.dir / f"{topic}-{partition}"

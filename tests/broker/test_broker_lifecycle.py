@@ -140,3 +140,30 @@ def test_sigterm_right_after_the_ready_line_shuts_down_cleanly(start_broker, tmp
         b = start_broker(log_dir=data)  # returns right after the ready line
         assert b.stop() == 0, "".join(b.output)
         assert (data / ".kafka_cleanshutdown").exists()
+
+
+def test_sigterm_while_the_offsets_topic_is_created_leaves_every_index_trimmed(
+        start_broker, tmp_path) -> None:
+    """The first FindCoordinator creates ``__consumer_offsets``: the group's
+    partition at once, the other 49 off the event loop.  A SIGTERM right after
+    it stops that creation instead of letting it open logs the shutdown has
+    already closed: under the clean-shutdown marker no index is left at its
+    preallocated size, and the next start reports none corrupt."""
+    for i in range(3):
+        data = tmp_path / f"data-{i}"
+        b = start_broker(log_dir=data)
+        with RawClient(b.bootstrap) as c:
+            r = c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
+            assert r.error_code == 0
+        assert b.stop() == 0, "".join(b.output)
+        assert (data / ".kafka_cleanshutdown").exists()
+        untrimmed = [f"{f.parent.name}/{f.name}" for f in data.glob("*-*/*index")
+                     if f.stat().st_size > 0]
+        assert untrimmed == []
+        b2 = start_broker(log_dir=data, port=b.port)
+        with RawClient(b2.bootstrap) as c:  # the restart finishes the topic
+            r = c.request(ApiKey.METADATA, 4, {"topics": [{"name": "__consumer_offsets"}],
+                                               "allow_auto_topic_creation": False})
+            assert len(r.topics[0].partitions) == 50
+        assert b2.stop() == 0
+        assert "corrupt" not in "".join(b2.output)
