@@ -62,6 +62,8 @@ MAX_HELD_BYTES = 1 << 20
 # Responses answered in one read of the socket leave in one write, up to this
 # many bytes (then the transport's flow control sees them, as before).
 CORK_BYTES = 64 * 1024
+# What handlers answer most requests with; never awaitable.
+_PLAIN = (bytes, bytearray, list)
 
 
 class CloseConnection(Exception):
@@ -237,7 +239,9 @@ class Connection(asyncio.BufferedProtocol):
             # produce has appended its records), as Kafka releases a request's
             # buffer once its API has handled it.
             self.queue.release(len(frame))
-        if inspect.isawaitable(result):
+        # Plain answers first: inspect.isawaitable is an ABC check (0.2 us
+        # against 0.02 for the type test, timeit), paid by every request.
+        if type(result) not in _PLAIN and result is not None and inspect.isawaitable(result):
             if self._closing():
                 _discard(result)
                 return

@@ -145,7 +145,7 @@ class RequestRouter:
         result = self.handlers[key](self.broker, header, body)
         if result is None or type(result) in _PLAIN:
             return result
-        if inspect.isawaitable(result):
+        if type(result) is not dict and inspect.isawaitable(result):  # dict: the common case
             return _Finish(header, result)
         return encode_response(key, version, header.correlation_id, result)
 
