@@ -59,7 +59,7 @@ def pylog_pass(buf: bytes) -> int:
     offsets = OffsetMap(128 * MiB)
     offsets.add_batches(buf, 0, len(buf))
     records = RecordFilter()
-    records.run(offsets, buf, 0, len(buf), True)
+    records.run(offsets, buf, 0, len(buf), T0, T0 + 86_400_000)  # delete.retention.ms: 1 day
     return len(records.take())
 
 

@@ -11,9 +11,9 @@ cleaner (``pylog/log/cleaner.py``) uses them:
    The table starts small and doubles as keys arrive: a log with few keys
    (``__consumer_offsets``) never touches the whole buffer.
 2. :class:`RecordFilter` rewrites batches (:meth:`RecordFilter.run`): a record
-   stays when its key's latest offset is its own or unknown, and, for a
-   tombstone (null value), only while the segment is within
-   ``delete.retention.ms``.  Keyless records go (Kafka's cleaner counts them
+   stays when its key's latest offset is its own or unknown; a tombstone
+   (null value) also needs its batch's delete horizon not to have passed
+   (KIP-534, below).  Keyless records go (Kafka's cleaner counts them
    invalid and drops them).  A batch that keeps every record is copied as it
    is; one that keeps none is dropped; one that keeps some is rebuilt with
    the records it keeps, byte for byte, under a new header: its base offset,
@@ -24,6 +24,14 @@ cleaner (``pylog/log/cleaner.py``) uses them:
    valid against the unchanged base values.  A compressed batch is
    decompressed, filtered and compressed again with its own codec.  Control
    batches are copied as they are.
+3. **Delete horizons** (KIP-534, Kafka's ``MemoryRecords.filterTo``): the
+   first clean that keeps a tombstone in a batch without a horizon rebuilds
+   that batch with one: attribute bit 6 set and the base timestamp replaced
+   by the horizon (the clean's time plus ``delete.retention.ms``), every
+   record's timestamp delta re-encoded against it so its timestamp does not
+   change.  Tombstones of a batch whose horizon has passed are dropped by
+   the next clean.  So a tombstone lives ``delete.retention.ms`` from the
+   clean that first saw it, however quiet the log.
 
 Uncompressed batches are processed with the GIL released; a compressed one
 takes it back for the codec call only.  No Python object is made per record.
@@ -35,10 +43,16 @@ from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
-from bigendian cimport rd16, rd32, rd64, wr32, wr64
-from cvarint cimport pylog_varint_decode, pylog_varlong_decode
+from bigendian cimport rd16, rd32, rd64, wr16, wr32, wr64
+from cvarint cimport (
+    pylog_varint_decode,
+    pylog_varint_encode,
+    pylog_varlong_decode,
+    pylog_varlong_encode,
+    pylog_varlong_size,
+)
 
 
 cdef extern from "crc32c.h" nogil:
@@ -63,6 +77,7 @@ cdef enum:
     ATTR_COMPRESSION_MASK = 0x07
     ATTR_LOG_APPEND_TIME = 0x08
     ATTR_CONTROL = 0x20
+    ATTR_DELETE_HORIZON = 0x40  # the base timestamp is the delete horizon (KIP-534)
 
     # run loops' outcomes
     RUN_END = 0        # reached the end of the window (or the stop offset)
@@ -120,6 +135,8 @@ cdef inline int _get_buffer(object obj, Py_buffer *view) except -1:
 cdef struct record_view:
     const uint8_t *start   # the length varint
     const uint8_t *end     # past the record
+    const uint8_t *attrs   # the attributes byte, after the length
+    const uint8_t *after_ts  # the offset delta, after the timestamp delta
     int64_t ts_delta
     int32_t offset_delta
     const uint8_t *key
@@ -139,11 +156,13 @@ cdef inline int _next_record(const uint8_t **pp, const uint8_t *end,
     r.start = p
     p += n
     r.end = p + length
-    p += 1  # attributes
+    r.attrs = p
+    p += 1
     n = pylog_varlong_decode(p, r.end, &r.ts_delta)
     if n < 0:
         return -1
     p += n
+    r.after_ts = p
     n = pylog_varint_decode(p, r.end, &r.offset_delta)
     if n < 0:
         return -1
@@ -432,6 +451,11 @@ cdef class RecordFilter:
     cdef readonly int64_t bytes_written
     # The largest batch max timestamp written (-1: none), for the segment's roll rule.
     cdef readonly int64_t max_timestamp
+    # Batches given a delete horizon (they kept tombstones and had none).
+    cdef readonly int64_t horizons_set
+    # The clean's time, and the horizon it stamps: set by run().
+    cdef int64_t now_ms
+    cdef int64_t horizon_ms
 
     def __cinit__(self):
         self.out = NULL
@@ -476,11 +500,18 @@ cdef class RecordFilter:
             return 0
         return tombstones or r.value_length >= 0
 
+    cdef inline bint _retains_tombstones(self, const uint8_t *b) noexcept nogil:
+        """Whether the batch's tombstones stay: it has no delete horizon yet,
+        or its horizon has not passed."""
+        return (not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
+                or self.now_ms < <int64_t>rd64(b + OFF_BASE_TIMESTAMP))
+
     cdef int _filter_records(self, OffsetMap m, const uint8_t *b, const uint8_t *p,
                              const uint8_t *end, int32_t count, bint tombstones,
-                             int32_t *kept, int64_t *max_ts) noexcept nogil:
+                             int32_t *kept, int64_t *max_ts, int32_t *nulls) noexcept nogil:
         """Append the kept records of one batch to the output (room reserved
-        by the caller: at most ``end - p`` bytes)."""
+        by the caller: at most ``end - p`` bytes); ``nulls``: the tombstones
+        among them."""
         cdef record_view r
         cdef int32_t k
         cdef int64_t base = <int64_t>rd64(b), base_ts = <int64_t>rd64(b + OFF_BASE_TIMESTAMP)
@@ -492,6 +523,7 @@ cdef class RecordFilter:
                 memcpy(self.out + self.out_len, r.start, r.end - r.start)
                 self.out_len += r.end - r.start
                 kept[0] += 1
+                nulls[0] += r.value_length < 0
                 ts = <int64_t>(<uint64_t>base_ts + <uint64_t>r.ts_delta)
                 if ts > max_ts[0]:
                     max_ts[0] = ts
@@ -499,13 +531,58 @@ cdef class RecordFilter:
             return RUN_CORRUPT
         return RUN_END
 
+    cdef int _rebase(self, Py_ssize_t start, int32_t kept, int64_t shift) noexcept nogil:
+        """Re-encode the records at ``out[start:]`` with their timestamp
+        deltas less ``shift`` (the batch's base timestamp moves up by it to
+        the delete horizon; each record's timestamp stays).  A record grows
+        by 10 bytes at most: 9 of timestamp varlong, 1 of length varint."""
+        cdef record_view r
+        cdef const uint8_t *src
+        cdef const uint8_t *src_end
+        cdef uint8_t *dst
+        cdef int64_t delta
+        cdef Py_ssize_t n = self.out_len - start, rest
+        if self._reserve(n + <Py_ssize_t>kept * 10):
+            return RUN_NOMEM
+        src = self.out + start
+        src_end = src + n
+        dst = self.out + self.out_len  # rebuilt past the end, then moved down
+        while src < src_end:
+            if _next_record(&src, src_end, &r):
+                return RUN_CORRUPT
+            delta = <int64_t>(<uint64_t>r.ts_delta - <uint64_t>shift)  # wraps, as in Java
+            rest = r.end - r.after_ts
+            dst += pylog_varint_encode(<int32_t>(1 + pylog_varlong_size(delta) + rest), dst)
+            dst[0] = r.attrs[0]
+            dst += 1
+            dst += pylog_varlong_encode(delta, dst)
+            memcpy(dst, r.after_ts, rest)
+            dst += rest
+        n = dst - (self.out + self.out_len)
+        memmove(self.out + start, self.out + self.out_len, n)
+        self.out_len = start + n
+        return RUN_END
+
+    cdef int _stamp_horizon(self, const uint8_t *b, Py_ssize_t records_at,
+                            int32_t kept) noexcept nogil:
+        """Rebase the kept records of batch ``b`` (at ``records_at``) on the
+        delete horizon; the header follows in _finish_header."""
+        cdef int64_t base_ts = <int64_t>rd64(b + OFF_BASE_TIMESTAMP)
+        self.horizons_set += 1
+        return self._rebase(records_at, kept,
+                            <int64_t>(<uint64_t>self.horizon_ms - <uint64_t>base_ts))
+
     cdef void _finish_header(self, const uint8_t *b, Py_ssize_t at, int32_t kept,
-                             int64_t max_ts) noexcept nogil:
-        """The header of a rebuilt batch at ``at``, its records after it."""
+                             int64_t max_ts, bint stamp) noexcept nogil:
+        """The header of a rebuilt batch at ``at``, its records after it;
+        with ``stamp``, the delete horizon goes in (see _stamp_horizon)."""
         cdef uint8_t *h = self.out + at
         cdef Py_ssize_t length = self.out_len - at
         cdef int64_t ts
         memcpy(h, b, HEADER_SIZE)
+        if stamp:
+            wr16(h + OFF_ATTRIBUTES, rd16(b + OFF_ATTRIBUTES) | ATTR_DELETE_HORIZON)
+            wr64(h + OFF_BASE_TIMESTAMP, <uint64_t>self.horizon_ms)
         wr32(h + OFF_BATCH_LENGTH, <uint32_t>(length - LOG_OVERHEAD))
         wr32(h + OFF_RECORD_COUNT, <uint32_t>kept)
         if not (rd16(b + OFF_ATTRIBUTES) & ATTR_LOG_APPEND_TIME):
@@ -525,12 +602,13 @@ cdef class RecordFilter:
             self.max_timestamp = ts
 
     cdef int _run(self, OffsetMap m, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
-                  Py_ssize_t end, bint tombstones, Py_ssize_t out_limit) noexcept nogil:
+                  Py_ssize_t end, Py_ssize_t out_limit) noexcept nogil:
         cdef int size, rc
         cdef const uint8_t *b
-        cdef int32_t count, kept
+        cdef int32_t count, kept, nulls
         cdef int64_t max_ts
         cdef Py_ssize_t at
+        cdef bint stamp
         while pos[0] < end:
             if self.out_len >= out_limit:
                 return RUN_LIMIT
@@ -550,20 +628,26 @@ cdef class RecordFilter:
             else:
                 at = self.out_len
                 self.out_len += HEADER_SIZE
-                kept = 0
+                kept = nulls = 0
                 max_ts = -1
-                rc = self._filter_records(m, b, b + HEADER_SIZE, b + size, count, tombstones,
-                                          &kept, &max_ts)
+                rc = self._filter_records(m, b, b + HEADER_SIZE, b + size, count,
+                                          self._retains_tombstones(b), &kept, &max_ts, &nulls)
                 if rc != RUN_END:
                     self.out_len = at
                     return rc
-                if kept == count:
+                stamp = nulls > 0 and not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
+                if kept == count and not stamp:
                     self.out_len = at
                     self._copied(b, size)
                 elif kept == 0:
                     self.out_len = at
                 else:
-                    self._finish_header(b, at, kept, max_ts)
+                    if stamp:
+                        rc = self._stamp_horizon(b, at + HEADER_SIZE, kept)
+                        if rc != RUN_END:
+                            self.out_len = at
+                            return rc
+                    self._finish_header(b, at, kept, max_ts, stamp)
                 self.records_read += count
                 self.records_kept += kept
             self.batches_read += 1
@@ -571,30 +655,37 @@ cdef class RecordFilter:
             pos[0] += size
         return RUN_END
 
-    cdef int _compressed(self, OffsetMap m, const uint8_t *b, int size, Py_ssize_t pos,
-                         bint tombstones) except -1:
+    cdef int _compressed(self, OffsetMap m, const uint8_t *b, int size,
+                         Py_ssize_t pos) except -1:
         """One compressed batch: decompress, filter, compress the kept records
         again with the batch's codec (the GIL is held)."""
-        cdef int32_t count = <int32_t>rd32(b + OFF_RECORD_COUNT), kept = 0
+        cdef int32_t count = <int32_t>rd32(b + OFF_RECORD_COUNT), kept = 0, nulls = 0
         cdef int64_t max_ts = -1
         cdef Py_ssize_t at = self.out_len, start
         cdef int rc
+        cdef bint stamp
         inflated = _inflate(b, size, pos)
         if self._reserve(HEADER_SIZE + len(inflated)):
             raise MemoryError()
         self.out_len = start = at + HEADER_SIZE
         rc = self._filter_records(m, b, <const uint8_t *>(<bytes>inflated),
                                   <const uint8_t *>(<bytes>inflated) + len(inflated), count,
-                                  tombstones, &kept, &max_ts)
+                                  self._retains_tombstones(b), &kept, &max_ts, &nulls)
         if rc != RUN_END:
             self.out_len = at
             _check_rc(rc, pos)
-        if kept == count:
+        stamp = nulls > 0 and not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
+        if kept == count and not stamp:
             self.out_len = at
             self._copied(b, size)
         elif kept == 0:
             self.out_len = at
         else:
+            if stamp:
+                rc = self._stamp_horizon(b, start, kept)
+                if rc != RUN_END:
+                    self.out_len = at
+                    _check_rc(rc, pos)
             records = PyMemoryView_FromMemory(<char *>self.out + start, self.out_len - start,
                                               PyBUF_READ)
             try:
@@ -606,7 +697,7 @@ cdef class RecordFilter:
                 raise MemoryError()
             memcpy(self.out + start, <const uint8_t *>(<bytes>packed), len(packed))
             self.out_len = start + len(packed)
-            self._finish_header(b, at, kept, max_ts)
+            self._finish_header(b, at, kept, max_ts, stamp)
         self.records_read += count
         self.records_kept += kept
         self.batches_read += 1
@@ -614,13 +705,19 @@ cdef class RecordFilter:
         return 0
 
     def run(self, OffsetMap offsets, buf, Py_ssize_t start, Py_ssize_t end,
-            bint retain_tombstones, Py_ssize_t out_limit=1 << 62) -> int:
+            int64_t now_ms, int64_t horizon_ms, Py_ssize_t out_limit=1 << 62) -> int:
         """Filter the batches starting in ``buf[start:end)`` (the last may run
         past ``end``) into the output; stops early once :attr:`pending`
-        reaches ``out_limit``.  Returns the position reached."""
+        reaches ``out_limit``.  Returns the position reached.  ``now_ms``: the
+        clean's time, against which batches' delete horizons are read;
+        ``horizon_ms``: the horizon given to batches that keep tombstones and
+        have none (``now_ms`` plus ``delete.retention.ms``)."""
         cdef Py_buffer view
         cdef Py_ssize_t pos = start
         cdef int rc = RUN_END, size
+        if horizon_ms < now_ms:
+            raise ValueError(f"delete horizon {horizon_ms} before the clean's time {now_ms}")
+        self.now_ms, self.horizon_ms = now_ms, horizon_ms
         _get_buffer(buf, &view)
         try:
             if start < 0 or end > view.len:
@@ -628,12 +725,11 @@ cdef class RecordFilter:
             while True:
                 with nogil:
                     rc = self._run(offsets, <const uint8_t *>view.buf, view.len, &pos, end,
-                                   retain_tombstones, out_limit)
+                                   out_limit)
                 if rc != RUN_COMPRESSED:
                     break
                 size = _batch_at(<const uint8_t *>view.buf, view.len, pos)
-                self._compressed(offsets, <const uint8_t *>view.buf + pos, size, pos,
-                                 retain_tombstones)
+                self._compressed(offsets, <const uint8_t *>view.buf + pos, size, pos)
                 pos += size
         finally:
             PyBuffer_Release(&view)

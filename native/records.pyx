@@ -1046,13 +1046,17 @@ cdef class BatchBuilder:
 
     baseTimestamp is the first record's timestamp and maxTimestamp the
     largest (as Kafka's builder does); offset deltas count up from 0 unless
-    given (they must increase, gaps allowed as in compacted batches).
+    given (they must increase, gaps allowed as in compacted batches).  With
+    ``delete_horizon_ms`` the batch is one the log cleaner leaves keeping
+    tombstones (KIP-534): attribute bit 6, the horizon as baseTimestamp,
+    record timestamps as deltas from it.
     """
     cdef int compression, timestamp_type
     cdef int64_t base_offset, producer_id
     cdef int32_t leader_epoch, base_sequence
     cdef int16_t producer_epoch
-    cdef bint transactional, control
+    cdef bint transactional, control, has_horizon
+    cdef int64_t horizon
     cdef uint8_t *buf
     cdef Py_ssize_t length, capacity
     cdef int32_t count, last_delta
@@ -1061,7 +1065,8 @@ cdef class BatchBuilder:
     def __init__(self, int compression=0, int timestamp_type=0, int64_t base_offset=0,
                  int32_t partition_leader_epoch=-1, int64_t producer_id=-1,
                  int16_t producer_epoch=-1, int32_t base_sequence=-1,
-                 bint is_transactional=False, bint is_control=False) -> None:
+                 bint is_transactional=False, bint is_control=False,
+                 delete_horizon_ms=None) -> None:
         if not 0 <= compression <= 4:
             raise ValueError(f"unknown compression codec {compression}")
         if timestamp_type not in (0, 1):
@@ -1075,6 +1080,8 @@ cdef class BatchBuilder:
         self.base_sequence = base_sequence
         self.transactional = is_transactional
         self.control = is_control
+        self.has_horizon = delete_horizon_ms is not None
+        self.horizon = delete_horizon_ms if self.has_horizon else -1
         self.length = 0
         self.count = 0
         self.last_delta = -1
@@ -1122,6 +1129,8 @@ cdef class BatchBuilder:
             hdrs.append((bytes(hk), None if hv is None else bytes(hv)))
         if self.count == 0:
             self.base_ts = self.max_ts = timestamp
+            if self.has_horizon:
+                self.base_ts = self.horizon
         ts_delta = timestamp - self.base_ts
         kv.len = vv.len = 0
         if has_k:
@@ -1205,7 +1214,8 @@ cdef class BatchBuilder:
             self.compression
             | (ATTR_TIMESTAMP_TYPE if self.timestamp_type else 0)
             | (ATTR_TRANSACTIONAL if self.transactional else 0)
-            | (ATTR_CONTROL if self.control else 0)))
+            | (ATTR_CONTROL if self.control else 0)
+            | (ATTR_DELETE_HORIZON if self.has_horizon else 0)))
         wr32(out + OFF_LAST_OFFSET_DELTA, <uint32_t>self.last_delta)
         wr64(out + OFF_BASE_TIMESTAMP, <uint64_t>self.base_ts)
         wr64(out + OFF_MAX_TIMESTAMP, <uint64_t>self.max_ts)

@@ -2,12 +2,14 @@
 
 Seeded random logs of v2 batches built with ``BatchBuilder``: every codec,
 CreateTime and LogAppendTime, headers, null keys, tombstones, empty values,
-control batches and batches with offset gaps (what a previous clean leaves:
-fewer records than ``lastOffsetDelta + 1``).  The reference computes each
-key's latest offset and the records a clean keeps; the native ``OffsetMap``
-and ``RecordFilter`` must agree record for record, keep every batch's base
-offset, base timestamp, producer fields and lastOffsetDelta, write valid
-CRCs, and count what they did.
+control batches, batches with offset gaps (what a previous clean leaves:
+fewer records than ``lastOffsetDelta + 1``) and batches with a delete horizon
+(KIP-534: what a previous clean leaves when it keeps tombstones).  The
+reference computes each key's latest offset and the records a clean keeps;
+the native ``OffsetMap`` and ``RecordFilter`` must agree record for record,
+keep every batch's base offset, producer fields and lastOffsetDelta, keep its
+base timestamp unless they give it a delete horizon, write valid CRCs, and
+count what they did.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pylog.records import BatchBuilder, read_batches, validate
 SLOT = 24  # bytes a key in the map
 CONTROL_KEY = b"\x00\x00\x00\x01"  # version 0, COMMIT
 CONTROL_VALUE = b"\x00\x00\x00\x00\x00\x00"
+NOW = 1_800_000_000_000  # the clean's time; the vectors' horizons lie within 1 s of it
+RETENTION = 5_000  # delete.retention.ms: the horizon a clean stamps is NOW + this
 
 
 def _random_log(seed: int, batches: int = 120, keys: int = 15,
@@ -44,10 +48,11 @@ def _random_log(seed: int, batches: int = 120, keys: int = 15,
             continue
         producer = ((rng.randrange(1, 1000), rng.randrange(5), rng.randrange(10_000))
                     if rng.random() < 0.3 else (-1, -1, -1))
+        horizon = NOW + rng.randrange(-1000, 1000) if rng.random() < 0.15 else None
         b = BatchBuilder(compression=rng.choice(codecs), timestamp_type=rng.randrange(2),
                          base_offset=offset, partition_leader_epoch=rng.randrange(-1, 3),
                          producer_id=producer[0], producer_epoch=producer[1],
-                         base_sequence=producer[2])
+                         base_sequence=producer[2], delete_horizon_ms=horizon)
         gaps = rng.random() < 0.2
         delta = -1
         for _ in range(rng.randrange(1, 9)):
@@ -84,7 +89,19 @@ def _latest(buf, stop_offset: int = 2**63 - 1) -> dict[bytes, int]:
     return latest
 
 
-def _expected(buf, latest: dict[bytes, int], retain_tombstones: bool):
+def _retains_tombstones(batch, now: int) -> bool:
+    """KIP-534: a batch's tombstones stay until its delete horizon passes."""
+    return not batch.has_delete_horizon or now < batch.first_timestamp
+
+
+def _stamped(batch, kept) -> bool:
+    """Whether the clean gives the batch a delete horizon: it keeps a
+    tombstone and has none."""
+    return (not batch.is_control and not batch.has_delete_horizon
+            and any(r.value is None for r in kept))
+
+
+def _expected(buf, latest: dict[bytes, int], now: int):
     """(kept batches as (info, kept records), records kept) as the cleaner must do."""
     out = []
     for batch in read_batches(buf):
@@ -92,9 +109,10 @@ def _expected(buf, latest: dict[bytes, int], retain_tombstones: bool):
         if batch.is_control:
             out.append((batch, records))
             continue
+        retain = _retains_tombstones(batch, now)
         kept = [r for r in records if r.key is not None
                 and latest.get(r.key, -1) <= r.offset
-                and (retain_tombstones or r.value is not None)]
+                and (retain or r.value is not None)]
         if kept:
             out.append((batch, kept))
     return out
@@ -107,8 +125,8 @@ def _native_map(buf, memory: int = 1 << 20, stop_offset: int = 2**63 - 1) -> Off
     return m
 
 
-def _check_output(buf, out, latest: dict[bytes, int], retain: bool) -> None:
-    expected = _expected(buf, latest, retain)
+def _check_output(buf, out, latest: dict[bytes, int], now: int) -> None:
+    expected = _expected(buf, latest, now)
     infos = validate(out, strict=False)  # CRCs, lengths, record counts
     assert len(infos) == len(expected)
     by_base = {b.base_offset: b for b in read_batches(buf)}
@@ -119,38 +137,47 @@ def _check_output(buf, out, latest: dict[bytes, int], retain: bool) -> None:
         assert got.base_offset == src.base_offset
         src = by_base[got.base_offset]
         assert got.last_offset_delta == src.last_offset_delta
-        assert got.first_timestamp == src.first_timestamp
+        if _stamped(src, kept):
+            assert got.first_timestamp == NOW + RETENTION and got.has_delete_horizon
+            assert got.attributes == src.attributes | 0x40
+        else:
+            assert got.first_timestamp == src.first_timestamp
+            assert got.attributes == src.attributes
         assert (got.producer_id, got.producer_epoch, got.base_sequence) == (
             src.producer_id, src.producer_epoch, src.base_sequence)
         assert got.partition_leader_epoch == src.partition_leader_epoch
-        assert got.attributes == src.attributes
         assert got.record_count == len(kept)
         raw_out = bytes(out[info.position:info.position + info.size])
-        if len(kept) == src.record_count:
+        if len(kept) == src.record_count and not _stamped(src, kept):
             assert raw_out == raw_in[src.base_offset], "a batch keeping all was not copied"
         elif src.timestamp_type == 0:
             assert got.max_timestamp == max(r.timestamp for r in kept)
         else:
             assert got.max_timestamp == src.max_timestamp  # LogAppendTime: unchanged
+        # Record timestamps survive a new base timestamp (their deltas are re-encoded).
         assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in got.records()] == [
             (r.offset, r.key, r.value, r.headers, r.timestamp) for r in kept]
 
 
-def _filter(m: OffsetMap, buf, retain: bool, window: int | None = None,
+def _filter(m: OffsetMap, buf, now: int, window: int | None = None,
             rng: random.Random | None = None) -> tuple[bytearray, RecordFilter]:
     f = RecordFilter()
     out = bytearray()
     pos = 0
     while pos < len(buf):
         end = len(buf) if window is None else min(len(buf), pos + rng.randrange(1, window))
-        pos = f.run(m, buf, pos, end, retain)
+        pos = f.run(m, buf, pos, end, now, NOW + RETENTION)
         out += f.take()
     return out, f
 
 
+# Before every horizon of the vectors, among them, past them all.
+CLEAN_TIMES = [NOW - 2000, NOW, NOW + 2000]
+
+
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("retain", [True, False])
-def test_filter_matches_the_reference(seed: int, retain: bool) -> None:
+@pytest.mark.parametrize("now", CLEAN_TIMES)
+def test_filter_matches_the_reference(seed: int, now: int) -> None:
     buf = _random_log(seed)
     latest = _latest(buf)
     m = _native_map(buf)
@@ -161,9 +188,9 @@ def test_filter_matches_the_reference(seed: int, retain: bool) -> None:
     last = list(read_batches(buf))[-1]
     assert m.latest_offset == last.base_offset + last.last_offset_delta
 
-    out, f = _filter(m, buf, retain)
-    _check_output(buf, out, latest, retain)
-    kept = _expected(buf, latest, retain)
+    out, f = _filter(m, buf, now)
+    _check_output(buf, out, latest, now)
+    kept = _expected(buf, latest, now)
     all_batches = list(read_batches(buf))
     data = [b for b in all_batches if not b.is_control]
     assert f.records_read == sum(b.record_count for b in data)
@@ -179,11 +206,14 @@ def test_filter_matches_the_reference(seed: int, retain: bool) -> None:
     recs = _records(out)
     assert len({k for _, k, *_ in recs}) == len(recs)
     assert f.records_kept < f.records_read  # the vectors do exercise removal
+    assert f.horizons_set == sum(_stamped(b, k) for b, k in kept)
 
-    # Fed back in (rebuilt batches: count < lastOffsetDelta + 1), nothing changes.
-    again, f2 = _filter(m, out, retain)
+    # Fed back in (rebuilt batches: count < lastOffsetDelta + 1, horizons
+    # not reached), nothing changes.
+    again, f2 = _filter(m, out, now)
     assert again == out
     assert f2.records_kept == f2.records_read == f.records_kept
+    assert f2.horizons_set == 0
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -205,8 +235,8 @@ def test_windows_ending_mid_batch_give_the_same_result(seed: int) -> None:
     assert m.size == whole.size and m.latest_offset == whole.latest_offset
     for key, offset in _latest(buf).items():
         assert m.get(key) == offset
-    one, _ = _filter(whole, buf, True)
-    pieces, f = _filter(m, buf, True, window=700, rng=rng)
+    one, _ = _filter(whole, buf, NOW)
+    pieces, f = _filter(m, buf, NOW, window=700, rng=rng)
     assert pieces == one
     assert f.bytes_read == len(buf)
 
@@ -224,7 +254,7 @@ def test_rebuilt_batch_against_a_newer_map() -> None:
     m.put(b"b", 120)  # b has a later value elsewhere
     m.put(b"c", 109)
     f = RecordFilter()
-    assert f.run(m, buf, 0, len(buf), True) == len(buf)
+    assert f.run(m, buf, 0, len(buf), NOW, NOW + RETENTION) == len(buf)
     out = f.take()
     (info,) = validate(out, strict=False)
     (batch,) = list(read_batches(out))
@@ -233,6 +263,55 @@ def test_rebuilt_batch_against_a_newer_map() -> None:
     assert batch.compression == 3 and batch.first_timestamp == 1000
     assert batch.max_timestamp == 1200  # b's 1500 went with it
     assert [(r.offset, r.key) for r in batch.records()] == [(100, b"a"), (109, b"c")]
+
+
+@pytest.mark.parametrize("codec", [0, 3])
+def test_a_tombstone_lives_until_the_horizon_its_first_clean_gave_it(codec: int) -> None:
+    """KIP-534 over three cleans of one batch (a tombstone, a value, a tombstone
+    of a key written again later): the first gives the batch a delete horizon
+    and keeps its tombstone, whose timestamp lies far below the horizon (a
+    timestamp delta that needs more bytes, re-encoded); one just before the
+    horizon copies it as it is; one at the horizon drops the tombstone and
+    keeps the value under the same horizon."""
+    b = BatchBuilder(compression=codec, base_offset=10)
+    b.append(NOW - 86_400_000, b"gone", None, [("h", b"x")])
+    b.append(NOW - 1, b"kept", b"value")
+    b.append(NOW - 2, b"later", None, offset_delta=5)
+    buf = b.build()
+    m = OffsetMap(1 << 16)
+    m.add_batches(buf, 0, len(buf))
+    m.put(b"later", 99)  # written again after this batch: its tombstone goes now
+
+    def clean(data: bytes, now: int) -> tuple[bytes, RecordFilter]:
+        f = RecordFilter()
+        assert f.run(m, data, 0, len(data), now, now + RETENTION) == len(data)
+        return bytes(f.take()), f
+
+    first, f = clean(buf, NOW)
+    assert f.horizons_set == 1
+    (batch,) = read_batches(first)
+    assert batch.has_delete_horizon and batch.first_timestamp == NOW + RETENTION
+    assert batch.compression == codec and batch.last_offset_delta == 5
+    assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in batch.records()] == [
+        (10, b"gone", None, NOW - 86_400_000, [("h", b"x")]), (11, b"kept", b"value", NOW - 1, [])]
+    assert batch.max_timestamp == NOW - 1
+    validate(first, strict=False)
+
+    second, f = clean(first, NOW + RETENTION - 1)
+    assert second == first and f.horizons_set == 0
+
+    third, f = clean(first, NOW + RETENTION)
+    (batch,) = read_batches(third)
+    assert batch.has_delete_horizon and batch.first_timestamp == NOW + RETENTION
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in batch.records()] == [
+        (11, b"kept", b"value", NOW - 1)]
+    assert f.horizons_set == 0
+
+
+def test_a_horizon_before_the_clean_is_refused() -> None:
+    f = RecordFilter()
+    with pytest.raises(ValueError, match="delete horizon"):
+        f.run(OffsetMap(1 << 16), b"", 0, 0, NOW, NOW - 1)
 
 
 def test_stop_offset_and_unknown_keys() -> None:
@@ -247,8 +326,8 @@ def test_stop_offset_and_unknown_keys() -> None:
     latest = _latest(buf, stop)
     assert m.size == len(latest)
     # Keys past the map: kept when the map has no later offset for them.
-    out, _ = _filter(m, buf, True)
-    _check_output(buf, out, latest, True)
+    out, _ = _filter(m, buf, NOW - 2000)
+    _check_output(buf, out, latest, NOW - 2000)
     # A stop offset inside a batch maps that batch whole (its base is below).
     i = next(i for i, b in enumerate(batches) if b.last_offset_delta > 0 and i > 2)
     m2 = OffsetMap(1 << 20)

@@ -17,13 +17,15 @@ threads (``log.cleaner.threads``) each take the filthiest log in turn:
 3. **Rewrite.**  Every segment below the mapped end, in groups that fit one
    segment (``segment.bytes``, the index sizes, 2^31 offsets), is copied
    into a new ``<base>.log.cleaned`` keeping each record whose key has no
-   later offset.  Tombstones (null values) stay while the segment is newer
-   than the delete horizon: the last clean segment's modification time less
-   ``delete.retention.ms`` (Kafka's rule for logs without KIP-534 horizons),
-   so a consumer reading from the start within ``delete.retention.ms`` still
-   sees the delete.  The new segment is flushed, given the last old
-   segment's modification time, and swapped in by ``Log.replace_segments``
-   (``*.swap``, then the old ones become ``*.deleted``).
+   later offset.  Tombstones (null values) follow KIP-534: the first clean
+   that keeps one stamps its batch with a delete horizon (that clean's time
+   plus ``delete.retention.ms``, in the base timestamp, attribute bit 6), and
+   the first clean after the horizon drops it; a consumer reading from the
+   start within ``delete.retention.ms`` of the first clean still sees the
+   delete (see ``native/cleaner.pyx``).  The new segment is flushed, given
+   the last old segment's modification time, and swapped in by
+   ``Log.replace_segments`` (``*.swap``, then the old ones become
+   ``*.deleted``).
 4. **Checkpoint.**  The mapped end becomes the log's first dirty offset.
 
 Offsets never change: a cleaned log has gaps, and consumers skip them.  Only
@@ -34,9 +36,9 @@ deletion) is dropped and done again later.  An I/O error takes the dir
 offline (Kafka's ``maybeHandleIOException``); any other failure marks the
 partition uncleanable until restart, with its cause in the log.
 
-Not done: KIP-534's per-batch delete horizons, and keeping an empty batch
-for an idempotent producer's last write (pylog keeps producer state in
-snapshots; a producer not known after a restart may start at any sequence).
+Not done: keeping an empty batch for an idempotent producer's last write
+(pylog keeps producer state in snapshots; a producer not known after a
+restart may start at any sequence).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ log = logging.getLogger(__name__)
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 TopicPartition = tuple[str, int]
 _HEADER_MAX_TS = 35  # a batch's maxTimestamp (see producer_state)
+_MAX_MS = 2**63 - 1
 
 
 class _Aborted(Exception):
@@ -113,6 +116,7 @@ class CleanStats:
     bytes_written: int = 0
     records_read: int = 0
     records_kept: int = 0
+    horizons_set: int = 0  # batches given a delete horizon (KIP-534)
     map_utilization: float = 0.0
     elapsed_s: float = 0.0
     swapped: list[int] = field(default_factory=list)  # base offsets of the new segments
@@ -479,17 +483,15 @@ class LogCleaner:
         end_offset = offsets.latest_offset + 1
         stats.end_offset = end_offset
         stats.map_utilization = offsets.utilization
-        # 2. the delete horizon: tombstones in segments older than it go
-        clean_part = [s for i, s in enumerate(segments[:-1])
-                      if segments[i + 1].base_offset <= target.first_dirty]
-        horizon = (clean_part[-1].last_modified_ms() - lg.config.delete_retention_ms
-                   if clean_part else 0)
-        # 3. rewrite every segment below the mapped end, group by group
+        # 2. rewrite every segment below the mapped end, group by group; the
+        # delete horizon given to tombstones kept now (saturating: the config
+        # allows delete.retention.ms up to 2^63 - 1)
+        horizon = min(now_ms + lg.config.delete_retention_ms, _MAX_MS)
         below = [s for s in segments[:-1] if s.base_offset < end_offset]
         config = lg.config
         for group in group_segments(below, config.segment_bytes, config.segment_index_bytes):
             self._clean_group(lg, group, offsets, horizon, window, stats, now_ms)
-        # 4. the checkpoint
+        # 3. the checkpoint
         self._update_checkpoint((lg.topic, lg.partition), end_offset)
         stats.elapsed_s = time.monotonic() - started
         return stats
@@ -506,14 +508,13 @@ class LogCleaner:
         records = RecordFilter()
         try:
             for segment in group:
-                tombstones = segment.last_modified_ms() > horizon
                 with self._mapped(lg, segment) as buf:
                     pos, size = 0, len(buf)
                     while pos < size:
                         self._check_stop()
                         start = pos
                         pos = records.run(offsets, buf, pos, min(size, pos + window),
-                                          tombstones, window)
+                                          now_ms, horizon, window)
                         written = self._write(cleaned, records)
                         self._throttler.add(pos - start + written)
             cleaned.on_become_inactive()
@@ -530,6 +531,7 @@ class LogCleaner:
         stats.bytes_written += records.bytes_written
         stats.records_read += records.records_read
         stats.records_kept += records.records_kept
+        stats.horizons_set += records.horizons_set
         stats.swapped.append(base)
 
     @staticmethod

@@ -626,7 +626,11 @@ class BatchBuilder:
     def __init__(self, compression: int = 0, timestamp_type: int = 0, base_offset: int = 0,
                  partition_leader_epoch: int = -1, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
-                 is_transactional: bool = False, is_control: bool = False) -> None:
+                 is_transactional: bool = False, is_control: bool = False,
+                 delete_horizon_ms: int | None = None) -> None:
+        """``delete_horizon_ms``: a batch as the log cleaner leaves one that
+        keeps tombstones (KIP-534): the horizon is the base timestamp, with
+        attribute bit 6, and record timestamps are deltas from it."""
         if not 0 <= compression <= 4:
             raise ValueError(f"unknown compression codec {compression}")
         if timestamp_type not in (0, 1):
@@ -634,7 +638,9 @@ class BatchBuilder:
         self._compression = compression
         self._attributes = (compression | (ATTR_TIMESTAMP_TYPE if timestamp_type else 0)
                             | (ATTR_TRANSACTIONAL if is_transactional else 0)
-                            | (ATTR_CONTROL if is_control else 0))
+                            | (ATTR_CONTROL if is_control else 0)
+                            | (ATTR_DELETE_HORIZON if delete_horizon_ms is not None else 0))
+        self._horizon = delete_horizon_ms
         self._base_offset = base_offset
         self._epoch = partition_leader_epoch
         self._producer = (producer_id, producer_epoch, base_sequence)
@@ -657,6 +663,8 @@ class BatchBuilder:
                  None if hv is None else bytes(hv)) for hk, hv in headers]
         if self._count == 0:
             self._base_ts = self._max_ts = timestamp
+            if self._horizon is not None:
+                self._base_ts = self._horizon
         body = bytearray(b"\x00")  # attributes
         body += _varlong(timestamp - self._base_ts)
         body += _varint(delta)

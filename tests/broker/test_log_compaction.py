@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import urllib.request
 from pathlib import Path
 
@@ -142,8 +143,9 @@ def test_tombstones_go_after_delete_retention(tmp_path: Path) -> None:
         produced = [(b"key-%d" % (i % KEYS), b"value-%d" % i) for i in range(1000)]
         produced += [(b"key-%d" % k, None) for k in range(KEYS // 2)]
         _produce(node.bootstrap, topic, produced)
-        # Later passes: the tombstones' segments have become part of the clean
-        # section, older than its last segment by delete.retention.ms = 0.
+        # Later passes: the first clean that keeps the tombstones gives their
+        # batches a delete horizon of its own time (delete.retention.ms = 0),
+        # and the next clean drops them (KIP-534).
         for _ in range(3):
             # Incompressible: the filler must fill segments past the tombstones.
             filler = [(b"filler-%d" % (i % 7), os.urandom(100)) for i in range(150)]
@@ -167,5 +169,83 @@ def test_tombstones_go_after_delete_retention(tmp_path: Path) -> None:
         assert "kafka_log_logcleaner_maxbufferutilizationpercent" in gauges  # few keys: ~0
         assert gauges["kafka_log_logcleanermanager_uncleanablepartitionscount"] == 0
         assert gauges["kafka_log_logcleaner_deadthreadcount"] == 0
+    finally:
+        node.stop()
+
+
+def _read_stamped(bootstrap: str, topic: str) -> dict[int, tuple[bytes, bytes | None, int]]:
+    """offset -> (key, value, timestamp), from the start to the end of the log."""
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "stamps",
+                            "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
+                            "enable.partition.eof": True})
+    consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+    got: dict[int, tuple[bytes, bytes | None, int]] = {}
+    try:
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"no end of partition after {len(got)} records"
+            if msg.error():
+                assert msg.error().code() == ck.KafkaError._PARTITION_EOF, msg.error()
+                return got
+            got[msg.offset()] = (msg.key(), msg.value(), msg.timestamp()[1])
+    finally:
+        consumer.close()
+
+
+def test_tombstones_of_a_quiet_log_go_at_the_horizon_their_first_clean_set(
+        tmp_path: Path) -> None:
+    """KIP-534 on a log that gets a few writes now and then: every clean
+    merges it into one segment, so the rule older Kafka used (tombstones go
+    when their segment is delete.retention.ms older than the last clean one)
+    would keep them for ever.  The first clean that keeps them stamps their
+    batch with a horizon; a clean after it drops them.  Record timestamps
+    read by librdkafka stay the producer's through the re-encoding."""
+    data = tmp_path / "data"
+    node = BrokerProcess(data, "log.cleaner.backoff.ms=100").start()
+    topic = "quiet"
+    retention_ms = 3000
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            "cleanup.policy": "compact", "segment.ms": "300", "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": str(retention_ms)})])[topic].result(30)
+        producer = ck.Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 5})
+        t0 = int(time.time() * 1000) - 600_000  # far below any horizon: long deltas
+        stamps: dict[bytes, tuple[bytes | None, int]] = {}
+
+        def put(key: bytes, value: bytes | None) -> int:
+            ts = t0 + len(stamps) * 1000 + random.randrange(1000)
+            offsets: list[int] = []
+            producer.produce(topic, value, key, partition=0, timestamp=ts,
+                             on_delivery=lambda err, msg: offsets.append(msg.offset()))
+            assert producer.flush(30) == 0 and offsets
+            stamps[key] = (value, ts)
+            return offsets[0]
+
+        for i in range(5):
+            for k in range(10):
+                put(b"k%d" % k, b"v%d-%d" % (k, i))
+        put(b"k3", None)
+        put(b"k7", None)
+
+        def tick(name: bytes) -> None:
+            """A write after segment.ms: it rolls the segment before it, which
+            the cleaner then takes; wait for that clean."""
+            time.sleep(0.4)
+            mark = put(name, b"t")
+            time.sleep(0.4)
+            put(b"roll", b"r")
+            wait_for(lambda: _cleaned_to(data, topic) > mark, 60, f"a clean past {mark}")
+
+        tick(b"tick-1")
+        first = _read_stamped(node.bootstrap, topic)
+        assert {k: (v, ts) for k, v, ts in first.values()} == stamps
+        assert [k for k, v, _ in first.values() if v is None] == [b"k3", b"k7"]
+
+        time.sleep(retention_ms / 1000 + 0.2)  # past the horizon of that clean
+        tick(b"tick-2")
+        later = _read_stamped(node.bootstrap, topic)
+        assert {k: (v, ts) for k, v, ts in later.values()} == {
+            k: vt for k, vt in stamps.items() if vt[0] is not None}
     finally:
         node.stop()
