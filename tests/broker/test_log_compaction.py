@@ -44,13 +44,13 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None
     assert producer.flush(30) == 0
 
 
-def _read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
+def _read_messages(bootstrap: str, topic: str) -> list[ck.Message]:
     """Every record from the start to the end of the log."""
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
                             "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
                             "enable.partition.eof": True})
     consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
-    got: list[tuple[int, bytes, bytes | None]] = []
+    got: list[ck.Message] = []
     try:
         while True:
             msg = consumer.poll(10)
@@ -58,9 +58,13 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None
             if msg.error():
                 assert msg.error().code() == ck.KafkaError._PARTITION_EOF, msg.error()
                 return got
-            got.append((msg.offset(), msg.key(), msg.value()))
+            got.append(msg)
     finally:
         consumer.close()
+
+
+def _read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
+    return [(m.offset(), m.key(), m.value()) for m in _read_messages(bootstrap, topic)]
 
 
 def _check_compacted(produced: list[tuple[bytes, bytes | None]],
@@ -175,21 +179,8 @@ def test_tombstones_go_after_delete_retention(tmp_path: Path) -> None:
 
 def _read_stamped(bootstrap: str, topic: str) -> dict[int, tuple[bytes, bytes | None, int]]:
     """offset -> (key, value, timestamp), from the start to the end of the log."""
-    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "stamps",
-                            "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
-                            "enable.partition.eof": True})
-    consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
-    got: dict[int, tuple[bytes, bytes | None, int]] = {}
-    try:
-        while True:
-            msg = consumer.poll(10)
-            assert msg is not None, f"no end of partition after {len(got)} records"
-            if msg.error():
-                assert msg.error().code() == ck.KafkaError._PARTITION_EOF, msg.error()
-                return got
-            got[msg.offset()] = (msg.key(), msg.value(), msg.timestamp()[1])
-    finally:
-        consumer.close()
+    return {m.offset(): (m.key(), m.value(), m.timestamp()[1])
+            for m in _read_messages(bootstrap, topic)}
 
 
 def test_tombstones_of_a_quiet_log_go_at_the_horizon_their_first_clean_set(
