@@ -252,8 +252,17 @@ class Broker:
 
     def _write_snapshot(self, tp: TopicPartition, lg: Log, data: dict[str, Any],
                         offset: int) -> None:
-        if self.logs.get_log(*tp) is lg:  # not deleted (or re-created) meanwhile
+        if self.logs.get_log(*tp) is not lg:  # deleted (or re-created) meanwhile
+            return
+        try:
             producer_state.write_snapshot(lg, data, offset)
+        except OSError as exc:
+            if self.logs.get_log(*tp) is not lg or lg.closed:
+                raise  # it went away during the write: skipped
+            # As Kafka (takeSnapshot under maybeHandleIOException): a dir that
+            # refuses the snapshot goes offline, and with it this node.
+            self.logs.failures.fail(f"Error while writing producer snapshot for "
+                                    f"{tp[0]}-{tp[1]} in dir {self.logs.dir}", exc)
 
     def _write_snapshots(self, jobs: list[Callable[[], None]]) -> None:
         for job in jobs:

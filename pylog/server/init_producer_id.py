@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
@@ -9,13 +10,22 @@ from pylog.protocol import ApiKey, ErrorCode
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
 
+log = logging.getLogger(__name__)
+
 API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = (0, 4)
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     if body.transactional_id is not None:
-        # No transaction coordinator yet: refuse clearly instead of pretending.
+        # No transaction coordinator yet: refuse at once (a fatal error for
+        # every client, so none retries until its transaction timeout) rather
+        # than pretend.  The response has no message field: the broker's log
+        # says why, since the code alone reads like a missing ACL.
+        log.warning("InitProducerId for transactional.id %r refused with "
+                    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pylog has no transactions "
+                    "(idempotent producers without a transactional.id work)",
+                    body.transactional_id)
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1,
                 "producer_epoch": -1}

@@ -286,3 +286,20 @@ def test_api_versions_advertise_the_three_apis(broker) -> None:
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert (keys.get(ApiKey.DESCRIBE_PRODUCERS), keys.get(ApiKey.DESCRIBE_TRANSACTIONS),
             keys.get(ApiKey.LIST_TRANSACTIONS)) == ((0, 0), (0, 0), (0, 1))
+
+
+def test_transactional_producer_fails_at_once_with_the_reason_logged(start_broker) -> None:
+    """pylog has no transactions: a transactional producer's init_transactions
+    fails at once with a fatal error (not a retriable one it would retry
+    until its timeout), and the broker's log names the reason."""
+    b = start_broker()
+    producer = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap,
+                                         "transactional.id": "txn-1"})
+    with pytest.raises(confluent_kafka.KafkaException) as failed:
+        producer.init_transactions(30)
+    error = failed.value.args[0]
+    assert error.code() == confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert error.fatal()
+    assert b.stop() == 0
+    assert ("InitProducerId for transactional.id 'txn-1' refused with "
+            "TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pylog has no transactions") in "".join(b.output)

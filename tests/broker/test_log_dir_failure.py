@@ -9,6 +9,7 @@ the log dir offline on such an error and a node without another dir halts
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import confluent_kafka as ck
@@ -93,5 +94,58 @@ def test_refused_append_answers_storage_error_and_halts(tmp_path: Path, event_lo
                 topic, 0, _batch(b"after")))
             part = response.responses[0].partition_responses[0]
             assert (part.error_code, part.base_offset) == (0, acked)
+    finally:
+        assert again.stop() == 0
+
+
+def _immutable(path: Path, on: bool) -> None:
+    subprocess.run(["chattr", "+i" if on else "-i", str(path)], check=True,
+                   capture_output=True)
+
+
+def test_refused_producer_snapshot_takes_the_dir_offline(tmp_path: Path) -> None:
+    """A partition dir that refuses the producer snapshot (made immutable:
+    the filesystem, root included, refuses new files in it; appends to the
+    segment already open go on): as Kafka's takeSnapshot, the error takes the
+    dir offline and the node halts; the restart keeps every acknowledged record."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    try:
+        _immutable(probe, True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("this filesystem has no immutable attribute (chattr +i)")
+    _immutable(probe, False)
+    data = tmp_path / "data"
+    # Producer snapshots every 200 ms (Kafka writes them with the offset checkpoints).
+    node = BrokerProcess(data, "log.flush.offset.checkpoint.interval.ms=200").start()
+    topic = "snap"
+    part = data / f"{topic}-0"
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        producer = ck.Producer({"bootstrap.servers": node.bootstrap,
+                                "enable.idempotence": True})
+        for i in range(100):
+            producer.produce(topic, b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        _immutable(part, True)
+        acked: list[int] = []
+        for i in range(100, 200):
+            producer.produce(topic, b"v%d" % i, partition=0,
+                             on_delivery=lambda err, m: err or acked.append(m.offset()))
+        producer.flush(30)
+        assert node.wait_exit(30) == 1
+    finally:
+        _immutable(part, False)
+        node.kill()
+    output = "".join(node.output)
+    assert f"Error while writing producer snapshot for {topic}-0 in dir {data}" in output
+    assert f"Halting broker because dir {data} is offline" in output
+
+    again = BrokerProcess(data).start()
+    try:
+        got = _read_all(again.bootstrap, topic, 100 + len(acked))
+        assert [offset for offset, _ in got][:100 + len(acked)] == list(range(100 + len(acked)))
+        assert [value for _, value in got][:100] == [b"v%d" % i for i in range(100)]
     finally:
         assert again.stop() == 0
