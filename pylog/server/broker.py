@@ -73,11 +73,16 @@ class Broker:
         # Log end offset of each partition's last producer snapshot; partitions
         # whose end has not moved since are not written again.
         self._snapshot_at: dict[TopicPartition, int] = {}
+        now_ms = time.time_ns() // 1_000_000
         for tp, lg in self.logs.logs().items():
-            # After the log recovery above: snapshot + replay of the tail.
+            # After the log recovery above: snapshot + replay of the tail,
+            # less the producers already expired (Kafka's loadFromSnapshot
+            # skips them; the next snapshot of the partition leaves them out).
             state = producer_state.load(lg)
             if state is not None:
-                self._producers[tp] = state
+                state.remove_expired(now_ms, config["producer.id.expiration.ms"])
+                if state.producers:
+                    self._producers[tp] = state
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.

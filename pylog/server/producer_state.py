@@ -45,10 +45,11 @@ entries with ``now - last timestamp >= producer.id.expiration.ms``
 here); the broker runs it every ``producer.id.expiration.check.interval.ms``
 on its event loop.  A producer forgotten so is then an unknown producer: it
 may start again at any sequence.  The partitions it changed are snapshotted
-at once, so a restart does not bring the forgotten producers back.  Unlike
-Kafka's ``loadFromSnapshot``, :func:`load` does not skip expired entries: a
-restarted node forgets them at its first check, one interval after start
-(as a node that had kept running would at its next one).  Snapshots are
+at once, so a restart does not bring the forgotten producers back.  As
+Kafka's ``loadFromSnapshot`` skips expired entries, the broker drops those
+:func:`load` returns that have expired by the time it starts (a node down
+longer than ``producer.id.expiration.ms`` forgets its producers at once,
+not one check interval later).  Snapshots are
 version 2 (the timestamp per producer); version-1 snapshots still load (see
 ``from_json``).  As before, the state outlives the batches it names (log
 start, retention): only expiration forgets a producer.

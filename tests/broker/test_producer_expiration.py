@@ -6,7 +6,8 @@ check (the batch timestamp counts, as in Kafka's
 ``ProducerStateManager.isProducerExpired``), one that keeps writing stays, an
 expired producer is then an unknown one (any sequence is taken, a retry is
 not recognised), the expiry is snapshotted so a restart does not bring it
-back, a restart before expiry keeps the producer with its timestamp, the
+back, a producer that expired while the node was down is not loaded at
+start, a restart before expiry keeps the producer with its timestamp, the
 expiration is a dynamic (cluster-wide) broker config, and a version-1
 snapshot (no timestamps) still loads.
 """
@@ -277,3 +278,34 @@ def test_version_1_snapshot_still_loads(start_broker, tmp_path) -> None:
     assert data2["version"] == 2
     assert data2["producers"] == {str(ghost): {
         "epoch": 2, "last_timestamp": snapshot_time, "batches": [[0, 2, 0, -1]]}}
+
+
+@pytest.mark.parametrize("restart", ["sigterm", "kill-9"])
+def test_producer_expired_while_the_node_was_down_is_forgotten_at_start(
+        start_broker, tmp_path, restart) -> None:
+    """As Kafka's loadFromSnapshot skips expired entries: a producer whose
+    last batch is older than producer.id.expiration.ms when the node starts
+    is not loaded (from the snapshot after a clean stop, from the replay
+    after kill -9), although no expiration check has run yet (its interval
+    is an hour here).  It is then an unknown producer: its old sequence is
+    appended again, not answered as a duplicate."""
+    data = tmp_path / "data"
+    b = start_broker(NO_PERIODIC, log_dir=data)
+    topic = "expired-at-start"
+    old = now_ms() - 2 * HOUR_MS
+    with RawClient(b.bootstrap) as c:
+        create_topic(c, topic)
+        pid, epoch = init_producer_id(b.bootstrap)
+        raw_send(c, topic, pid, epoch, 0, [old, old + 1])
+        assert producers(c, topic) == {pid: (epoch, 1, old + 1)}
+    if restart == "sigterm":
+        assert b.stop() == 0
+    else:
+        b.kill()
+    b2 = start_broker(NO_PERIODIC, f"producer.id.expiration.ms={HOUR_MS}",
+                      "producer.id.expiration.check.interval.ms=3600000",
+                      log_dir=data, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        assert producers(c, topic) == {}
+        assert raw_send(c, topic, pid, epoch, 0, [old, old + 1]).base_offset == 2
+        assert producers(c, topic) == {pid: (epoch, 1, old + 1)}
