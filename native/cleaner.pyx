@@ -45,6 +45,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
+from batch_layout cimport *
 from bigendian cimport rd16, rd32, rd64, wr16, wr32, wr64
 from cvarint cimport (
     pylog_varint_decode,
@@ -62,24 +63,8 @@ from pylog.errors import CorruptBatchError
 from pylog.records.compression import compress as _compress
 from pylog.records.compression import decompress as _decompress
 
+# run loops' outcomes
 cdef enum:
-    OFF_BATCH_LENGTH = 8
-    OFF_MAGIC = 16
-    OFF_CRC = 17
-    OFF_ATTRIBUTES = 21
-    OFF_LAST_OFFSET_DELTA = 23
-    OFF_BASE_TIMESTAMP = 27
-    OFF_MAX_TIMESTAMP = 35
-    OFF_RECORD_COUNT = 57
-    HEADER_SIZE = 61
-    LOG_OVERHEAD = 12
-
-    ATTR_COMPRESSION_MASK = 0x07
-    ATTR_LOG_APPEND_TIME = 0x08
-    ATTR_CONTROL = 0x20
-    ATTR_DELETE_HORIZON = 0x40  # the base timestamp is the delete horizon (KIP-534)
-
-    # run loops' outcomes
     RUN_END = 0        # reached the end of the window (or the stop offset)
     RUN_COMPRESSED = 1  # the batch at pos is compressed: needs the GIL
     RUN_FULL = 2       # the map has no room for the batch at pos
@@ -585,7 +570,7 @@ cdef class RecordFilter:
             wr64(h + OFF_BASE_TIMESTAMP, <uint64_t>self.horizon_ms)
         wr32(h + OFF_BATCH_LENGTH, <uint32_t>(length - LOG_OVERHEAD))
         wr32(h + OFF_RECORD_COUNT, <uint32_t>kept)
-        if not (rd16(b + OFF_ATTRIBUTES) & ATTR_LOG_APPEND_TIME):
+        if not (rd16(b + OFF_ATTRIBUTES) & ATTR_TIMESTAMP_TYPE):
             wr64(h + OFF_MAX_TIMESTAMP, <uint64_t>max_ts)
         wr32(h + OFF_CRC, pylog_crc32c(0, h + OFF_ATTRIBUTES, length - OFF_ATTRIBUTES))
         self.batches_kept += 1

@@ -39,33 +39,9 @@ from libc.stdint cimport (INT64_MAX, INT64_MIN, int8_t, int16_t, int32_t, int64_
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
+from batch_layout cimport *
 from bigendian cimport rd16, rd32, rd64, wr16, wr32, wr64
 from cvarint cimport *
-
-cdef enum:
-    OFF_BASE_OFFSET = 0
-    OFF_BATCH_LENGTH = 8
-    OFF_LEADER_EPOCH = 12
-    OFF_MAGIC = 16
-    OFF_CRC = 17
-    OFF_ATTRIBUTES = 21
-    OFF_LAST_OFFSET_DELTA = 23
-    OFF_BASE_TIMESTAMP = 27
-    OFF_MAX_TIMESTAMP = 35
-    OFF_PRODUCER_ID = 43
-    OFF_PRODUCER_EPOCH = 51
-    OFF_BASE_SEQUENCE = 53
-    OFF_RECORD_COUNT = 57
-    HEADER_SIZE = 61
-    # batchLength counts from partitionLeaderEpoch on: size = batchLength + 12
-    LOG_OVERHEAD = 12
-    MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
-
-    ATTR_COMPRESSION_MASK = 0x07
-    ATTR_TIMESTAMP_TYPE = 0x08
-    ATTR_TRANSACTIONAL = 0x10
-    ATTR_CONTROL = 0x20
-    ATTR_DELETE_HORIZON = 0x40
 
 # Which check failed (index into CHECK_NAMES in records.pyx).
 cdef enum:
