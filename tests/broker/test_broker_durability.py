@@ -42,7 +42,10 @@ class Idempotent:
         self.pid, self.epoch = init.producer_id, init.producer_epoch
 
     def send(self, seq: int, epoch: int | None = None):
-        body = produce_body(self.topic, 0, batch(3, producer_id=self.pid,
+        # Stamped now: a producer whose last batch is older than
+        # producer.id.expiration.ms (a day) is forgotten at the next start.
+        body = produce_body(self.topic, 0, batch(3, time.time_ns() // 1_000_000,
+                                                 producer_id=self.pid,
                                                  producer_epoch=self.epoch if epoch is None
                                                  else epoch, base_sequence=seq))
         return partition_response(self.c.request(ApiKey.PRODUCE, 11, body))

@@ -12,10 +12,11 @@ from pylog.records import BatchBuilder, compression
 from pylog.records.pyrecords import crc32c
 
 
-def batch(n: int = 3, **kwargs: int) -> bytes:
+def batch(n: int = 3, ts: int = 1_700_000_000_000, **kwargs: int) -> bytes:
+    """``n`` records stamped ``ts``, ``ts + 1``, ...: a fixed time by default."""
     b = BatchBuilder(**kwargs)
     for i in range(n):
-        b.append(1_700_000_000_000 + i, b"k", b"value-%d" % i)
+        b.append(ts + i, b"k", b"value-%d" % i)
     return b.build()
 
 
