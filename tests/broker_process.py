@@ -3,6 +3,7 @@ directory that needs one (the fixtures live in each directory's conftest)."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import resource
 import select
@@ -75,18 +76,28 @@ class BrokerProcess:
             args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
             env=env, preexec_fn=None if limit is None else (
                 lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))))
+        # Read from the pipe's fd, not through the text wrapper: select() sees
+        # only what is still in the pipe, so lines the wrapper had already
+        # buffered (start-up warnings and the ready line in one read) would
+        # wait there unseen until the timeout.
+        fd = self.proc.stdout.fileno()
+        decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+        partial = ""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
-                line = self.proc.stdout.readline()
-                if not line:
+                chunk = os.read(fd, 65536)
+                if not chunk:
                     break
-                self.output.append(line)
-                if line.startswith(READY) and "listening on" in line:
+                *lines, partial = (partial + decode(chunk)).split("\n")
+                self.output += [line + "\n" for line in lines]
+                if any(line.startswith(READY) and "listening on" in line for line in lines):
+                    self.output.append(partial)  # the rest of that line comes with stop()
                     return self
             elif self.proc.poll() is not None:
                 break
+        self.output.append(partial)
         self.kill()
         raise RuntimeError("broker did not start:\n" + "".join(self.output)
                            + (self.proc.stdout.read() if self.proc.stdout else ""))

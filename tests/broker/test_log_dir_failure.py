@@ -136,7 +136,8 @@ def test_refused_producer_snapshot_takes_the_dir_offline(tmp_path: Path) -> None
         producer.flush(30)
         assert node.wait_exit(30) == 1
     finally:
-        _immutable(part, False)
+        if part.exists():
+            _immutable(part, False)
         node.kill()
     output = "".join(node.output)
     assert f"Error while writing producer snapshot for {topic}-0 in dir {data}" in output
