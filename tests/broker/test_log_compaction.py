@@ -203,9 +203,13 @@ def test_tombstones_of_a_quiet_log_go_at_the_horizon_their_first_clean_set(
         producer = ck.Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 5})
         t0 = int(time.time() * 1000) - 600_000  # far below any horizon: long deltas
         stamps: dict[bytes, tuple[bytes | None, int]] = {}
+        puts = [0]
 
         def put(key: bytes, value: bytes | None) -> int:
-            ts = t0 + len(stamps) * 1000 + random.randrange(1000)
+            # A second apart: segment.ms counts in record time (Kafka's
+            # rollingBasedTimestamp), so every put rolls the segment before it.
+            ts = t0 + puts[0] * 1000
+            puts[0] += 1
             offsets: list[int] = []
             producer.produce(topic, value, key, partition=0, timestamp=ts,
                              on_delivery=lambda err, msg: offsets.append(msg.offset()))
@@ -220,11 +224,9 @@ def test_tombstones_of_a_quiet_log_go_at_the_horizon_their_first_clean_set(
         put(b"k7", None)
 
         def tick(name: bytes) -> None:
-            """A write after segment.ms: it rolls the segment before it, which
-            the cleaner then takes; wait for that clean."""
-            time.sleep(0.4)
+            """A write, then another that rolls its segment, which the cleaner
+            then takes; wait for that clean."""
             mark = put(name, b"t")
-            time.sleep(0.4)
             put(b"roll", b"r")
             wait_for(lambda: _cleaned_to(data, topic) > mark, 60, f"a clean past {mark}")
 
