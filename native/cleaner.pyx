@@ -71,6 +71,7 @@ cdef enum:
     RUN_CORRUPT = 3    # the batch at pos does not parse
     RUN_LIMIT = 4      # the output reached its limit
     RUN_NOMEM = 5
+    RUN_REBUILD = 6    # (_settle) the kept records need their batch's new header
 
 # A slot is empty when its offset is EMPTY (offsets are >= 0).
 cdef int64_t EMPTY = -1
@@ -557,6 +558,27 @@ cdef class RecordFilter:
         return self._rebase(records_at, kept,
                             <int64_t>(<uint64_t>self.horizon_ms - <uint64_t>base_ts))
 
+    cdef int _settle(self, const uint8_t *b, int size, Py_ssize_t at, Py_ssize_t records_at,
+                     int32_t count, int32_t kept, int32_t nulls, bint *stamp) noexcept nogil:
+        """After the filter wrote batch ``b``'s kept records at ``records_at``
+        (its header to come at ``at``): copy the batch whole when it kept every
+        record and needs no horizon, drop it when it kept none (RUN_END for
+        both), else RUN_REBUILD, the records rebased on a delete horizon first
+        when they hold the batch's first kept tombstones (``stamp``)."""
+        cdef int rc
+        stamp[0] = nulls > 0 and not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
+        if kept == 0 or (kept == count and not stamp[0]):
+            self.out_len = at
+            if kept:
+                self._copied(b, size)
+            return RUN_END
+        if stamp[0]:
+            rc = self._stamp_horizon(b, records_at, kept)
+            if rc != RUN_END:
+                self.out_len = at
+                return rc
+        return RUN_REBUILD
+
     cdef void _finish_header(self, const uint8_t *b, Py_ssize_t at, int32_t kept,
                              int64_t max_ts, bint stamp) noexcept nogil:
         """The header of a rebuilt batch at ``at``, its records after it;
@@ -620,19 +642,11 @@ cdef class RecordFilter:
                 if rc != RUN_END:
                     self.out_len = at
                     return rc
-                stamp = nulls > 0 and not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
-                if kept == count and not stamp:
-                    self.out_len = at
-                    self._copied(b, size)
-                elif kept == 0:
-                    self.out_len = at
-                else:
-                    if stamp:
-                        rc = self._stamp_horizon(b, at + HEADER_SIZE, kept)
-                        if rc != RUN_END:
-                            self.out_len = at
-                            return rc
+                rc = self._settle(b, size, at, at + HEADER_SIZE, count, kept, nulls, &stamp)
+                if rc == RUN_REBUILD:
                     self._finish_header(b, at, kept, max_ts, stamp)
+                elif rc != RUN_END:
+                    return rc
                 self.records_read += count
                 self.records_kept += kept
             self.batches_read += 1
@@ -659,18 +673,9 @@ cdef class RecordFilter:
         if rc != RUN_END:
             self.out_len = at
             _check_rc(rc, pos)
-        stamp = nulls > 0 and not (rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON)
-        if kept == count and not stamp:
-            self.out_len = at
-            self._copied(b, size)
-        elif kept == 0:
-            self.out_len = at
-        else:
-            if stamp:
-                rc = self._stamp_horizon(b, start, kept)
-                if rc != RUN_END:
-                    self.out_len = at
-                    _check_rc(rc, pos)
+        rc = self._settle(b, size, at, start, count, kept, nulls, &stamp)
+        _check_rc(rc, pos)
+        if rc == RUN_REBUILD:
             records = PyMemoryView_FromMemory(<char *>self.out + start, self.out_len - start,
                                               PyBUF_READ)
             try:
