@@ -47,11 +47,13 @@ class BrokerProcess:
 
     def __init__(self, log_dir: Path, *overrides: str, port: int | None = None,
                  config: Path | None = None, event_loop: str | None = None,
-                 file_size_limit: int | None = None) -> None:
+                 file_size_limit: int | None = None,
+                 open_files: tuple[int, int] | None = None) -> None:
         self.log_dir = log_dir
         # RLIMIT_FSIZE of the process: a write past it fails with EFBIG, a real
         # refusal by the kernel, as a full disk's ENOSPC (Python ignores SIGXFSZ).
         self.file_size_limit = file_size_limit
+        self.open_files = open_files  # RLIMIT_NOFILE (soft, hard) it starts with
         self.event_loop = event_loop  # None: the broker's default
         self.config = config
         self.port = port or free_port()
@@ -71,11 +73,19 @@ class BrokerProcess:
         env = dict(os.environ)
         if self.event_loop is not None:
             env["PYLOG_EVENT_LOOP"] = self.event_loop
-        limit = self.file_size_limit
+        limits = []
+        if self.file_size_limit is not None:
+            limits.append((resource.RLIMIT_FSIZE, (self.file_size_limit,) * 2))
+        if self.open_files is not None:
+            limits.append((resource.RLIMIT_NOFILE, self.open_files))
+
+        def set_limits() -> None:
+            for which, value in limits:
+                resource.setrlimit(which, value)
+
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-            env=env, preexec_fn=None if limit is None else (
-                lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))))
+            env=env, preexec_fn=set_limits if limits else None)
         # Read from the pipe's fd, not through the text wrapper: select() sees
         # only what is still in the pipe, so lines the wrapper had already
         # buffered (start-up warnings and the ready line in one read) would

@@ -61,3 +61,54 @@ def test_a_log_deleted_during_a_pass_is_not_a_dir_failure(tmp_path: Path) -> Non
     assert seen == [doomed, kept]  # the pass went on to the next log
     assert offline == [] and not manager.failures.offline
     manager.close()
+
+
+def _open_fds() -> set[int]:
+    """The descriptors open now (not the one listdir itself had open)."""
+    def is_open(fd: int) -> bool:
+        try:
+            os.fstat(fd)
+        except OSError:
+            return False
+        return True
+    return {fd for fd in map(int, os.listdir("/proc/self/fd")) if is_open(fd)}
+
+
+def test_a_log_the_process_has_no_descriptors_for_leaves_none_open_and_no_dir(
+        tmp_path: Path) -> None:
+    """EMFILE at each step of opening a new log in turn (the segment, each
+    index, each index's mmap): the attempt leaves no descriptor open and no
+    directory, and the same log opens once descriptors are free."""
+    import resource
+
+    manager, offline = _manager(tmp_path)
+    manager.get_or_create_log("t", 0).close()  # imports and the manager's own files done
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    failures = 0
+    try:
+        for room in range(8):  # 5 descriptors a log: every step fails once
+            before = _open_fds()
+            # The lowest free number is handed out first, holes included:
+            # the limit sits at the free number after ``room`` of them.
+            free = [n for n in range(max(before) + room + 2) if n not in before]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (free[room], hard))
+            try:
+                lg = manager.get_or_create_log("t", 1 + room)
+            except OSError as exc:
+                assert exc.errno == errno.EMFILE
+                failures += 1
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                assert _open_fds() == before
+                assert not (manager.dir / f"t-{1 + room}").exists()
+                assert manager.get_log("t", 1 + room) is None
+            else:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                lg.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert failures >= 5  # the log, two indexes, two mappings
+    assert offline == []
+    lg = manager.get_or_create_log("t", 1)
+    lg.append(batch(1_700_000_000_000, records=10))
+    assert lg.log_end_offset == 10
+    manager.close()

@@ -33,6 +33,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC, OffsetsStore
 from pylog.coordinator.records import OffsetAndMetadata
 from pylog.log import RecordBatchTooLargeError
 from pylog.protocol import ErrorCode
+from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
     from pylog.server.topics import TopicRegistry
@@ -497,7 +498,10 @@ class GroupCoordinator:
         if not (cfg.group_min_session_timeout_ms <= req.session_timeout_ms
                 <= cfg.group_max_session_timeout_ms):
             return JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id)
-        self.store.ensure_group(req.group_id)
+        try:
+            self.store.ensure_group(req.group_id)
+        except TopicError:  # its partition could not be made (logged by the registry)
+            return JoinResult(E.COORDINATOR_NOT_AVAILABLE, req.member_id)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -781,7 +785,10 @@ class GroupCoordinator:
             if generation >= 0:
                 return all_(E.ILLEGAL_GENERATION)
             # A group that only stores offsets here (no group management).
-            self.store.ensure_group(group_id)
+            try:
+                self.store.ensure_group(group_id)
+            except TopicError:  # its partition could not be made (logged by the registry)
+                return all_(E.COORDINATOR_NOT_AVAILABLE)
             group = self.groups[group_id] = Group(group_id,
                                                   current_state_timestamp=self.time_ms())
         if group.is_(S.DEAD):

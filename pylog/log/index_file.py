@@ -33,11 +33,16 @@ class IndexFile:
         newly_created = not self.path.exists()
         self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY,
                            0o644)
-        if newly_created and writable:
-            os.ftruncate(self._fd, self._round(max_index_size))
-        self._length = os.fstat(self._fd).st_size
         self._mm: mmap.mmap | None = None
-        self._map()
+        try:
+            if newly_created and writable:
+                os.ftruncate(self._fd, self._round(max_index_size))
+            self._length = os.fstat(self._fd).st_size
+            self._map()  # mmap takes a descriptor of its own: EMFILE here too
+        except BaseException:
+            os.close(self._fd)
+            self._fd = -1
+            raise
         # A fresh file has no entries; an existing one was trimmed to its entries.
         self.entries = 0 if newly_created else self._length // self.entry_size
 

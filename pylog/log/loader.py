@@ -76,8 +76,19 @@ class LogLoader:
         # Segments below the cleaner's checkpoint may have offset gaps even if
         # the topic is no longer compacted: recovery must not cut them there.
         self.cleaned_to = cleaned_to
+        self._opened: list[LogSegment] = []  # closed again if the load fails
 
     def load(self) -> LoadedLog:
+        try:
+            return self._load()
+        except BaseException:
+            # Out of descriptors at the tenth segment, say: the nine opened
+            # would otherwise stay open, unreachable, after every attempt.
+            for segment in self._opened:
+                segment.close_handlers()
+            raise
+
+    def _load(self) -> LoadedLog:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._complete_swaps()
         self._remove_temp_files()
@@ -98,8 +109,12 @@ class LogLoader:
         log_start = min(max(self.log_start_offset, segments[0].base_offset), next_offset)
         return LoadedLog(segments, next_offset, recovery_point, log_start, truncated, rebuilt)
 
-    def _segment(self, base_offset: int) -> LogSegment:
-        return LogSegment(self.dir, base_offset, self.config, self.backend, self.time_ms)
+    def _segment(self, base_offset: int, config: LogConfig | None = None,
+                 file_suffix: str = "") -> LogSegment:
+        segment = LogSegment(self.dir, base_offset, config or self.config, self.backend,
+                             self.time_ms, file_suffix=file_suffix)
+        self._opened.append(segment)
+        return segment
 
     def _complete_swaps(self) -> None:
         for path in sorted(self.dir.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
@@ -112,8 +127,7 @@ class LogLoader:
                     (self.dir / (file_name(base, suffix) + left)).unlink(missing_ok=True)
             # A cleaned segment may have gaps whatever the policy is now.
             config = dataclasses.replace(self.config, cleanup_policy=("compact",))
-            swap = LogSegment(self.dir, base, config, self.backend, self.time_ms,
-                              file_suffix=SWAP_SUFFIX)
+            swap = self._segment(base, config, SWAP_SUFFIX)
             swap.recover(gaps=True)
             try:  # where the replaced segments end (its own data may end sooner)
                 end = int(swap_end_path(self.dir, base).read_text())

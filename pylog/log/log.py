@@ -151,8 +151,14 @@ class Log:
                            recovery_point=recovery_point, log_start_offset=log_start_offset,
                            had_clean_shutdown=had_clean_shutdown,
                            cleaned_to=cleaned_to).load()
-        return cls(directory, config, loaded.segments, log_start_offset=loaded.log_start_offset,
-                   recovery_point=loaded.recovery_point, backend=backend, time_ms=time_ms)
+        try:
+            return cls(directory, config, loaded.segments,
+                       log_start_offset=loaded.log_start_offset,
+                       recovery_point=loaded.recovery_point, backend=backend, time_ms=time_ms)
+        except BaseException:
+            for segment in loaded.segments:
+                segment.close_handlers()
+            raise
 
     # -- offsets -----------------------------------------------------------
 

@@ -40,6 +40,7 @@ from pylog.log.dir_failure import LogDirFailureChannel
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError
 from pylog.log.log import Log, parse_dir_name, wall_clock_ms
+from pylog.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, file_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
@@ -190,8 +191,17 @@ class LogManager:
             if config is not None:
                 self.topic_configs[topic] = config
             path = self.dir / f"{topic}-{partition}"
-            new = Log.open(path, self.config_for(topic), time_ms=self.time_ms,
-                           backend=self.backend, had_clean_shutdown=True)
+            fresh = not path.exists()
+            try:
+                new = Log.open(path, self.config_for(topic), time_ms=self.time_ms,
+                               backend=self.backend, had_clean_shutdown=True)
+            except BaseException:
+                # Out of descriptors or space: a directory made just now holds
+                # nothing yet, and left behind it would be a partition no
+                # topic owns (one that existed may hold data: it stays).
+                if fresh:
+                    _remove_fresh_log_dir(path)
+                raise
             new.roll_listener = self._roll_listener
             self._logs[tp] = new
             return new
@@ -394,3 +404,23 @@ class LogManager:
             self.checkpoint()
             write_atomically(self.dir / CLEAN_SHUTDOWN_FILE, b"")
             self._closed = True
+
+
+def _remove_fresh_log_dir(path: Path) -> None:
+    """Remove the directory of a log that failed to open as it was made,
+    without a descriptor where possible: rmtree needs one to list the
+    directory, and running out of them (EMFILE) may be why the open failed.
+    A new log holds at most its first segment's three files."""
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        try:
+            (path / file_name(0, suffix)).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            break
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:  # something else in it
+        shutil.rmtree(path, ignore_errors=True)

@@ -77,6 +77,21 @@ class LogSegment:
         self._time_ms = time_ms
         self.log_path = self.dir / (file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._open(config, time_ms, file_suffix)
+        except BaseException:
+            # Out of descriptors (EMFILE) at the second index, say: the ones
+            # already open would otherwise leak with every failed attempt.
+            for index in (getattr(self, "offset_index", None),
+                          getattr(self, "time_index", None)):
+                if index is not None:
+                    index.close_handler()
+            os.close(self._fd)
+            self._fd = -1
+            raise
+
+    def _open(self, config: LogConfig, time_ms: Callable[[], int], file_suffix: str) -> None:
+        base_offset = self.base_offset
         st = os.fstat(self._fd)
         self._size = st.st_size
         # Blocks allocated up to here (see _reserve).  A segment that was
@@ -106,7 +121,7 @@ class LogSegment:
         self._spare = array("q", bytes(8 * _native.STATE_SIZE))  # see append()
         # Exactly the posix backend (not a subclass that may wrap its calls):
         # append() then writes from native code.
-        self._native_write = type(backend) is PosixBackend
+        self._native_write = type(self.backend) is PosixBackend
         self._contiguous = not config.compact  # offsets may have gaps only when compacted
         self._load_state()
 

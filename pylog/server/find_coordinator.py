@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -42,7 +43,12 @@ def _coordinator(broker: Broker, key: str, key_type: int) -> dict[str, Any]:
     first use as Kafka does (that partition's log at once, the others' off the
     loop: see ``OffsetsStore.ensure_group``); every partition's leader is this node."""
     if key_type == GROUP_KEY_TYPE:
-        broker.groups.store.ensure_group(key)
+        try:
+            broker.groups.store.ensure_group(key)
+        except TopicError as exc:  # its partition could not be made (out of descriptors)
+            return {"key": key, "node_id": -1, "host": "", "port": -1,
+                    "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    "error_message": str(exc)}
     ep = broker.endpoint
     return {"key": key, "node_id": broker.node_id, "host": ep.host, "port": ep.port,
             "error_code": 0, "error_message": None}

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 
 from pylog.server.config import BrokerConfig, ConfigError
@@ -40,9 +42,63 @@ def event_loop_factory(name: str | None = None) -> Callable[[], asyncio.Abstract
     raise ValueError(f"PYLOG_EVENT_LOOP={chosen!r}: expected one of {', '.join(EVENT_LOOPS)}")
 
 
+def raise_open_files_limit() -> int:
+    """Lift the soft RLIMIT_NOFILE to the hard one, as the JVM does for Kafka
+    at start (-XX:+MaxFDLimit, on by default): each partition holds five
+    descriptors (its segment, and each index twice: the file and the mmap's
+    own dup), so a soft limit of 1024 stops a node near 200 partitions.  The
+    limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        # An unlimited hard limit is no number to ask for: take the kernel's
+        # ceiling for one process instead.
+        target = hard
+        if hard == resource.RLIM_INFINITY:
+            try:
+                with open("/proc/sys/fs/nr_open") as f:
+                    target = int(f.read())
+            except (OSError, ValueError):
+                target = soft
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (OSError, ValueError) as exc:
+            log.warning("could not raise the open files limit from %d to %d: %s",
+                        soft, target, exc)
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) -> None:
+    """Out of descriptors, asyncio's own loop reports each failed accept with
+    a traceback, up to its backlog (1024) times per wake-up and again after
+    every 1 s retry it schedules (CPython 3.11: hundreds of MB of log in
+    seconds).  One line per ``every_s`` says the same, and the retries it
+    scheduled, when they run after the listener closed (at shutdown), fail on
+    the closed socket unheard; other errors go to the loop's default handler.
+    (uvloop pauses accepting without a word.)"""
+    last = -every_s
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        nonlocal last
+        callback = getattr(context.get("handle"), "_callback", None)
+        if getattr(callback, "__name__", None) == "_start_serving":
+            return
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        now = time.monotonic()
+        if now - last >= every_s:
+            last = now
+            log.error("cannot accept connections: %s (open files limit %d); they wait in "
+                      "the backlog until descriptors free up", context.get("exception"),
+                      resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+    loop.set_exception_handler(handle)
+
+
 async def serve(config: BrokerConfig) -> None:
     from pylog.server.broker import Broker
 
+    quiet_accept_errors(asyncio.get_running_loop())
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()
@@ -72,6 +128,7 @@ def run(config_path: str | None, overrides: Sequence[str], nodes: int = 1) -> in
     except (ConfigError, ValueError) as exc:
         print(f"pylog broker: {exc}", file=sys.stderr)
         return 2
+    log.info("open files limit: %d", raise_open_files_limit())
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             runner.run(serve(config))

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
+import logging
 import os
 import re
+import resource
 import threading
 import uuid
 from collections.abc import Collection
@@ -39,6 +42,8 @@ PARTITION_METADATA = "partition.metadata"
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
+log = logging.getLogger(__name__)
+
 
 class TopicError(Exception):
     """A topic operation refused with a Kafka error code."""
@@ -46,6 +51,19 @@ class TopicError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def storage_error(what: str, exc: OSError) -> TopicError:
+    """A topic's logs could not be made (out of descriptors or space): what
+    the request gets, KAFKA_STORAGE_ERROR with the cause, as Kafka maps an
+    IOException at log creation to a KafkaStorageException.  Logged once here."""
+    message = f"{what}: {exc}"
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        message += (f" (each partition holds five descriptors and this process may "
+                    f"open {soft}: raise its hard limit, e.g. ulimit -Hn or LimitNOFILE)")
+    log.error("%s", message)
+    return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, message)
 
 
 @dataclass
@@ -224,7 +242,7 @@ class TopicRegistry:
                 for p in range(partitions) if only is None else only:
                     self.logs.get_or_create_log(name, p, config)
                     self._write_partition_metadata(topic, p)
-            except Exception:
+            except Exception as exc:
                 # Not created (disk full, ...): nothing of it stays behind,
                 # as far as the disk lets us (the first error is the one raised).
                 self.topics.pop(name, None)
@@ -232,6 +250,8 @@ class TopicRegistry:
                 with contextlib.suppress(OSError):
                     self.logs.delete_topic(name)
                     self._save()
+                if isinstance(exc, OSError):
+                    raise storage_error(f"could not create topic {name}", exc) from exc
                 raise
         return topic
 
@@ -248,9 +268,12 @@ class TopicRegistry:
                 return None
             found = self.logs.get_log(name, partition)
             if found is None:
-                found = self.logs.get_or_create_log(name, partition,
-                                                    self.log_config(topic.configs))
-                self._write_partition_metadata(topic, partition)
+                try:
+                    found = self.logs.get_or_create_log(name, partition,
+                                                        self.log_config(topic.configs))
+                    self._write_partition_metadata(topic, partition)
+                except OSError as exc:
+                    raise storage_error(f"could not create {name}-{partition}", exc) from exc
             return found
 
     def delete(self, name: str) -> Topic:
@@ -298,7 +321,7 @@ class TopicRegistry:
                 for p in range(first, total):
                     self.logs.get_or_create_log(name, p, config)
                     self._write_partition_metadata(topic, p)
-            except Exception:
+            except Exception as exc:
                 # Not grown (out of file descriptors, disk full): back to the
                 # old count, as far as the disk lets us (the first error is
                 # the one raised), or every later start would fail the same way.
@@ -308,5 +331,7 @@ class TopicRegistry:
                         if self.logs.get_log(name, p) is not None:
                             self.logs.delete_log(name, p)
                     self._save()
+                if isinstance(exc, OSError):
+                    raise storage_error(f"could not add partitions to {name}", exc) from exc
                 raise
         return topic
