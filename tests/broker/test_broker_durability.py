@@ -24,7 +24,7 @@ from pylog.log.checkpoint import (
 )
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.records import iter_records
-from pylog.server.topics import TOPICS_FILE, TopicRegistry
+from pylog.server.topics import TOPICS_FILE, TopicError, TopicRegistry
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -463,8 +463,9 @@ def test_create_partitions_that_fails_midway_is_rolled_back(tmp_path, monkeypatc
         return real(topic, partition, *args)
 
     monkeypatch.setattr(logs, "get_or_create_log", fail_at_five)
-    with pytest.raises(OSError, match="Too many open files"):
+    with pytest.raises(TopicError, match="Too many open files") as refused:
         registry.add_partitions("grown", 8)
+    assert refused.value.code == ErrorCode.KAFKA_STORAGE_ERROR
     assert registry.get("grown").partitions == 2
     assert sorted(p for t, p in logs.logs() if t == "grown") == [0, 1]
     assert json.loads((d / TOPICS_FILE).read_text())["grown"]["partitions"] == 2
