@@ -74,7 +74,8 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop, every_s: float = 10.0) 
     seconds).  One line per ``every_s`` says the same, and the retries it
     scheduled, when they run after the listener closed (at shutdown), fail on
     the closed socket unheard; other errors go to the loop's default handler.
-    (uvloop pauses accepting without a word.)"""
+    (uvloop's libuv accepts and closes the queued connections instead, without
+    a word.)"""
     last = -every_s
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict) -> None:
