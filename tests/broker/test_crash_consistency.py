@@ -168,6 +168,10 @@ def _read_back(bootstrap: str, topic: str, partitions: int) -> dict[int, list]:
             "group.id": "check",
             "enable.auto.commit": False,
             "fetch.queue.backoff.ms": 10,
+            # Retention may move the log start between the watermark query
+            # and the first fetch: the reset then goes to the new start, not
+            # to the end, where this loop would wait forever.
+            "auto.offset.reset": "earliest",
         }
     )
     ends = {}
