@@ -43,6 +43,7 @@ restart may start at any sequence).
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import mmap
@@ -75,6 +76,7 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 TopicPartition = tuple[str, int]
 _HEADER_MAX_TS = 35  # a batch's maxTimestamp (see producer_state)
 _MAX_MS = 2**63 - 1
+_PR_SET_NAME = 15  # prctl(2): the calling thread's name
 
 
 class _Aborted(Exception):
@@ -201,6 +203,16 @@ def group_segments(segments: list[LogSegment], max_size: int, max_index_size: in
     return groups
 
 
+def _name_os_thread(name: str) -> None:
+    """Give the calling thread ``name`` where the OS shows it (``top -H``,
+    ``/proc/<pid>/task/*/comm``; Linux keeps 15 bytes): Python's thread names
+    stay inside the interpreter, and a busy cleaner should be told apart."""
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the name is only cosmetic
+        pass
+
+
 class Throttler:
     """``log.cleaner.io.max.bytes.per.second`` over every cleaner thread: a
     thread that got ahead of the rate sleeps (Kafka's ``Throttler``)."""
@@ -211,6 +223,12 @@ class Throttler:
         self._lock = threading.Lock()
         self._start = time.monotonic()
         self._bytes = 0
+
+    def reset(self, rate: float) -> None:
+        """A new rate, counted from now (Kafka's updateDesiredRatePerSec)."""
+        with self._lock:
+            self.rate = rate
+            self._start, self._bytes = time.monotonic(), 0
 
     def add(self, n: int) -> None:
         if self.rate >= 1e300:
@@ -329,8 +347,8 @@ class LogCleaner:
             return
         self._stop.clear()
         for i in range(self.config.threads):
-            thread = threading.Thread(target=self._run, name=f"kafka-log-cleaner-thread-{i}",
-                                      daemon=True)
+            thread = threading.Thread(target=self._run, args=(f"log-cleaner-{i}",),
+                                      name=f"kafka-log-cleaner-thread-{i}", daemon=True)
             self._threads.append(thread)
             thread.start()
 
@@ -343,11 +361,30 @@ class LogCleaner:
                 thread.join(timeout)
         self._threads = []
 
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """New settings (dynamic ``log.cleaner.*``), as Kafka's
+        ``LogCleaner.reconfigure``: the throttle takes the new rate, and the
+        threads are stopped (a clean in progress is abandoned, as at
+        shutdown, and done again) and started in the new number, so the next
+        clean runs with the new buffers and a thread asleep for the old
+        backoff wakes.  Threads not started yet stay so."""
+        if config == self.config:
+            return
+        was_running = bool(self._threads)
+        self.stop()
+        self.config = config
+        self._throttler.reset(config.io_max_bytes_per_second)
+        log.info("log cleaner reconfigured: %d thread(s), backoff %d ms, io max %s bytes/s",
+                 config.threads, config.backoff_ms, config.io_max_bytes_per_second)
+        if was_running:
+            self.start()
+
     @property
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
-    def _run(self) -> None:
+    def _run(self, os_name: str) -> None:
+        _name_os_thread(os_name)
         while not self._stop.is_set():
             try:
                 cleaned = self.clean_dirtiest()

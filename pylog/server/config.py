@@ -310,7 +310,9 @@ class BrokerConfig:
             # The log manager's periodic work (retention, flushes, checkpoints,
             # cache dropping) takes Kafka's broker keys as they were given.
             self.manager_config = ManagerConfig.from_props(self.originals)
-            self.cleaner_config = CleanerConfig.from_props(self.originals)
+            # The cleaner's keys may be dynamic (Kafka's LogCleaner is
+            # BrokerReconfigurable): every layer counts.
+            self.cleaner_config = CleanerConfig.from_props(merged)
         except ValueError as exc:  # LogConfig/ManagerConfig name the key themselves
             raise ConfigError(str(exc)) from None
 
@@ -378,6 +380,7 @@ class BrokerConfig:
         self.dynamic_broker = dict(other.dynamic_broker)
         self._values = dict(other._values)
         self.log_config = other.log_config
+        self.cleaner_config = other.cleaner_config
 
     # -- derived settings ----------------------------------------------------
 

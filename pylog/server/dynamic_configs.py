@@ -8,12 +8,14 @@ per-broker, cluster default, static, Kafka default.
 
 Which keys may change: those Kafka 3.6 lists as dynamically updatable
 (docs 3.1.1, "Updating Default Topic Configuration") that pylog has, i.e.
-the defaults of the topic configs, the connection quotas and
-``producer.id.expiration.ms``.  They apply at once: every topic without its
-own override follows the new default, through the same path a topic config
-change takes (``LogManager.update_topic_config``); new connection quotas
-apply to the connections made after (the listener counts the ones open); the
-producer id expiration check reads its value each time it runs.  A key
+the defaults of the topic configs, the connection quotas,
+``producer.id.expiration.ms`` and the log cleaner's six.  They apply at once:
+every topic without its own override follows the new default, through the
+same path a topic config change takes (``LogManager.update_topic_config``);
+new connection quotas apply to the connections made after (the listener
+counts the ones open); the producer id expiration check reads its value each
+time it runs; the log cleaner restarts its threads with the new settings
+(``log.cleaner.threads`` may at most halve or double, as in Kafka).  A key
 pylog knows but cannot change while running (listeners, thread counts,
 ...) is refused as Kafka refuses a read-only key: INVALID_REQUEST
 ``Cannot update these configs dynamically: Set(...)``.  A name pylog does
@@ -59,6 +61,11 @@ DYNAMIC_KEYS = frozenset({
     "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
     # Kafka's DynamicProducerStateManagerConfig (KIP-854): read at each check.
     "producer.id.expiration.ms",
+    # Kafka's LogCleaner.ReconfigurableConfigs (docs 3.1.1, "Updating Log
+    # Cleaner Configs"): the threads restart with them (LogCleaner.reconfigure).
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
 })
 assert DYNAMIC_KEYS <= KEYS.keys()
 
@@ -172,9 +179,28 @@ def validate(config: BrokerConfig, name: str, per_broker: bool,
                 KEYS[key][0](key, clean[key])
         default = config.dynamic_default if per_broker else clean
         mine = clean if per_broker else config.dynamic_broker
-        return config.with_dynamic(default, mine)
+        candidate = config.with_dynamic(default, mine)
+        _check_cleaner_threads(config.cleaner_config.threads, candidate.cleaner_config.threads)
+        return candidate
     except ValueError as exc:  # ConfigError and ConfigValueError name the key
         raise DynamicConfigError(ErrorCode.INVALID_CONFIG, prefix + str(exc)) from None
+
+
+def _check_cleaner_threads(current: int, new: int) -> None:
+    """Kafka's LogCleaner.validateReconfiguration, with its words (Kafka
+    wraps them in "Invalid dynamic configuration")."""
+    if new == current:
+        return
+    if new < 1:
+        why = "Log cleaner threads should be at least 1"
+    elif new < current // 2:
+        why = f"Log cleaner threads cannot be reduced to less than half the current value {current}"
+    elif new > current * 2:
+        why = ("Log cleaner threads cannot be increased to more than double the current value "
+               f"{current}")
+    else:
+        return
+    raise ValueError(f"Invalid dynamic configuration: {why}")
 
 
 # -- the change itself ----------------------------------------------------------------
@@ -193,6 +219,7 @@ def replace(broker: Broker, name: str, props: Mapping[str, str], validate_only: 
     config = broker.config
     broker.listener.set_quotas(config["max.connections"], config["max.connections.per.ip"],
                                config["max.connections.per.ip.overrides"])
+    broker.logs.cleaner.reconfigure(config.cleaner_config)  # nothing when unchanged
 
 
 def _push_defaults(broker: Broker) -> None:

@@ -9,6 +9,7 @@ carry Kafka's codes and messages, and the changes survive a restart and a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 import confluent_kafka as ck
 import pytest
+from broker_process import wait_for
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -28,6 +30,7 @@ from confluent_kafka.admin import (
 from kafka_wire import RawClient
 from test_broker_configs import describe, synonyms
 from test_broker_configs import iac as topic_or_broker_iac
+from test_log_compaction import _cleaned_to
 from test_net_load import _served
 
 from pylog.protocol import ApiKey, ErrorCode
@@ -310,3 +313,87 @@ def test_connection_quotas_change_while_running(start_broker, tmp_path):
     assert all(two) and _served(b.bootstrap) is None
     for x in two:
         x.close()
+
+
+def _cleaner_threads(b: Any) -> int:
+    """The broker's log cleaner threads, by the names they give the OS."""
+    tasks = f"/proc/{b.proc.pid}/task"
+    names = []
+    for tid in os.listdir(tasks):
+        try:
+            with open(f"{tasks}/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:  # a thread that just ended
+            pass
+    return sum(n.startswith("log-cleaner-") for n in names)
+
+
+def test_log_cleaner_configs_change_while_running(start_broker, tmp_path, topic):
+    """Kafka's "Updating Log Cleaner Configs" (docs 3.1.1): the six
+    log.cleaner.* keys change at run time and the cleaner restarts with them.
+    A cleaner asleep for an hour's log.cleaner.backoff.ms cleans at once
+    when the backoff drops; log.cleaner.threads halves or doubles at most,
+    as Kafka's LogCleaner.validateReconfiguration; the values survive a
+    restart."""
+    data = tmp_path / "data"
+    b = start_broker("log.cleaner.backoff.ms=3600000", log_dir=data)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    create(admin, topic, {"cleanup.policy": "compact", "segment.bytes": "4096",
+                          "min.cleanable.dirty.ratio": "0.01"})
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
+    for i in range(400):  # 10 rewrites of 40 keys: many 4 KiB segments
+        p.produce(topic, b"v" * 60, b"key-%d" % (i % 40))
+        if i % 20 == 19:
+            p.flush(30)
+    assert p.flush(30) == 0
+    wait_for(lambda: _cleaner_threads(b) == 1, 30, "the cleaner thread to start")
+    with RawClient(b.bootstrap) as c:
+        # Asleep for the hour it was given: the checkpoint says nothing is cleaned.
+        assert _cleaned_to(data, topic) == -1
+        r = iac(c, "", [("log.cleaner.backoff.ms", SET, "50")])
+        assert r.error_code == 0, r.error_message
+        wait_for(lambda: _cleaned_to(data, topic) > 0, 60, "a clean after the new backoff")
+
+        assert iac(c, "", [("log.cleaner.threads", SET, "2")]).error_code == 0
+        wait_for(lambda: _cleaner_threads(b) == 2, 30, "a second cleaner thread")
+        prefix = "Invalid config value for resource ConfigResource(type=BROKER, name='0'): "
+        for value, why in (
+                ("5", "cannot be increased to more than double the current value 2"),
+                ("0", "should be at least 1")):
+            r = iac(c, "0", [("log.cleaner.threads", SET, value)])
+            assert (r.error_code, r.error_message) == (
+                ErrorCode.INVALID_CONFIG,
+                f"{prefix}Invalid dynamic configuration: Log cleaner threads {why}")
+        r = iac(c, "", [("log.cleaner.dedupe.buffer.size", SET, str(3 << 19))])
+        assert r.error_code == ErrorCode.INVALID_CONFIG  # 768 KiB a thread: under 1 MiB
+        assert "at least 1MB per cleaner thread" in r.error_message
+        r = iac(c, "", [("log.cleaner.io.max.bytes.per.second", SET, "0.5")])
+        assert r.error_code == ErrorCode.INVALID_CONFIG
+        for key, value in (("log.cleaner.io.max.bytes.per.second", "1048576.0"),
+                           ("log.cleaner.dedupe.buffer.size", "16777216"),
+                           ("log.cleaner.io.buffer.size", "65536"),
+                           ("log.cleaner.io.buffer.load.factor", "0.5")):
+            r = iac(c, "", [(key, SET, value)])
+            assert r.error_code == 0, r.error_message
+        assert describe(c, BROKER, "0", ["log.cleaner.threads"])[
+            "log.cleaner.threads"].read_only is False
+        r = iac(c, "", [("log.cleaner.enable", SET, "false")])  # read-only, as in Kafka
+        assert (r.error_code, r.error_message) == (
+            ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs dynamically: Set(log.cleaner.enable)")
+    # Still cleaning under the new settings: a fresh rewrite of every key.
+    cleaned = _cleaned_to(data, topic)
+    for i in range(400):
+        p.produce(topic, b"w" * 60, b"key-%d" % (i % 40))
+        if i % 20 == 19:
+            p.flush(30)
+    assert p.flush(30) == 0
+    wait_for(lambda: _cleaned_to(data, topic) > cleaned, 60, "a clean with the new buffers")
+
+    b.stop()
+    b2 = start_broker(log_dir=data)
+    wait_for(lambda: _cleaner_threads(b2) == 2, 30, "two cleaner threads after the restart")
+    with RawClient(b2.bootstrap) as c:
+        got = describe(c, BROKER, "0", ["log.cleaner.threads", "log.cleaner.backoff.ms"])
+    assert {k: (e.value, e.config_source) for k, e in got.items()} == {
+        "log.cleaner.threads": ("2", DYN_DEFAULT), "log.cleaner.backoff.ms": ("50", DYN_DEFAULT)}

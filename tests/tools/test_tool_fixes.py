@@ -67,14 +67,14 @@ def test_configs_broker_default(pylog, tool_broker):
     r = pylog("configs", "--bootstrap-server", b, "--broker-defaults", "--describe", "--all")
     assert r.returncode == 0, r.stderr
     assert r.stdout == "Default configs for brokers in the cluster are:\n"
-    # The request reaches the broker, whose answer (pylog has no log cleaner to
-    # resize) is the error shown.
+    # The request reaches the broker, whose answer (a key Kafka too only reads
+    # at start) is the error shown.
     r = pylog("configs", "--bootstrap-server", b, "--entity-type", "brokers",
-              "--entity-default", "--alter", "--add-config", "log.cleaner.threads=2")
+              "--entity-default", "--alter", "--add-config", "log.cleaner.enable=false")
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
     assert "Invalid ConfigResource" not in r.stderr
     assert r.stderr.rstrip().endswith(
-        "Cannot update these configs dynamically: Set(log.cleaner.threads)")
+        "Cannot update these configs dynamically: Set(log.cleaner.enable)")
     # A topic default pylog applies while running: set, shown, deleted.
     alter = ("configs", "--bootstrap-server", b, "--entity-type", "brokers",
              "--entity-default", "--alter")
