@@ -303,7 +303,7 @@ cdef uint8_t *_put_records(uint8_t *w, const uint8_t *end, object records, int k
 
 
 def encode_fetch_response(int version, object correlation_id, object error_code,
-                          object session_id, list topics):
+                          object session_id, list topics, object throttle_time_ms=0):
     """The framed Fetch response (size prefix included) for versions 4-12.
 
     ``topics`` is ``[(name, [(partition_index, error_code, high_watermark,
@@ -313,8 +313,9 @@ def encode_fetch_response(int version, object correlation_id, object error_code,
     bytearray / memoryview (copied), or a region: any other object with a
     ``len`` (a :class:`~pylog.net.framing.FileRegion`), whose length is
     written and which goes into the output as its own piece.
-    ThrottleTimeMs is 0, PreferredReadReplica -1 and every tagged field is
-    left at its default (empty sections).
+    ``throttle_time_ms`` is the client quota's (0 when none is violated);
+    PreferredReadReplica is -1 and every tagged field is left at its default
+    (empty sections).
 
     Returns the frame as one ``bytes`` object when there is no region, else
     the list ``frame_parts`` makes of the generic encoder's pieces:
@@ -328,6 +329,7 @@ def encode_fetch_response(int version, object correlation_id, object error_code,
     cdef bint flexible = version >= FIRST_FLEXIBLE
     cdef int32_t cid = <int32_t>checked_int(correlation_id, 32)
     cdef int16_t top_error = <int16_t>checked_int(error_code, 16)
+    cdef int32_t throttle = <int32_t>checked_int(throttle_time_ms, 32)
     cdef int32_t session = <int32_t>checked_int(session_id, 32)
     cdef Py_ssize_t run, total, n, k, size, split = 0
     cdef Py_ssize_t head, part_fixed, txn_size, after_aborted
@@ -423,7 +425,7 @@ def encode_fetch_response(int version, object correlation_id, object error_code,
         if flexible:
             w[0] = 0
             w += 1
-        w = put32(w, 0)  # throttle time
+        w = put32(w, throttle)
         if version >= 7:
             w = put16(w, top_error)
             w = put32(w, session)

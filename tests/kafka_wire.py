@@ -10,7 +10,9 @@ from pylog.protocol import ApiKey, decode_response, encode_request
 
 
 class RawClient:
-    def __init__(self, bootstrap: str, timeout: float = 10, rcvbuf: int | None = None) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10, rcvbuf: int | None = None,
+                 client_id: str | None = "pylog") -> None:
+        self.client_id = client_id  # the request header's
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.socket()
         if rcvbuf is not None:  # before connecting, so the window is sized by it
@@ -33,7 +35,8 @@ class RawClient:
 
     def send(self, api_key: int, version: int, body: Any) -> int:
         self.correlation_id += 1
-        self.send_raw(encode_request(api_key, version, body, self.correlation_id, framed=True))
+        self.send_raw(encode_request(api_key, version, body, self.correlation_id,
+                                     self.client_id, framed=True))
         return self.correlation_id
 
     def recv_frame(self) -> bytes:

@@ -125,11 +125,12 @@ def small_frame(version: int, seed: int = 3, tagged: bool = True) -> bytes:
 
 
 def generic_response(version: int, correlation_id: int, error_code: int, session_id: int,
-                     topics: Topics) -> Any:
+                     topics: Topics, throttle_time_ms: int = 0) -> Any:
     """The generic encoder's framed response for the native encoder's arguments,
     built as the broker's Fetch handler built it (body encoder, header,
     ``frame_parts``; a single piece unwrapped)."""
-    body = {"throttle_time_ms": 0, "error_code": error_code, "session_id": session_id,
+    body = {"throttle_time_ms": throttle_time_ms, "error_code": error_code,
+            "session_id": session_id,
             "responses": [
                 {"topic": name, "partitions": [
                     {"partition_index": p[0], "error_code": p[1], "high_watermark": p[2],
@@ -147,9 +148,11 @@ def generic_response(version: int, correlation_id: int, error_code: int, session
 
 
 def assert_same_encoding(version: int, correlation_id: int, error_code: int, session_id: int,
-                         topics: Topics) -> Any:
-    native = encode_fetch_response(version, correlation_id, error_code, session_id, topics)
-    generic = generic_response(version, correlation_id, error_code, session_id, topics)
+                         topics: Topics, throttle_time_ms: int = 0) -> Any:
+    native = encode_fetch_response(version, correlation_id, error_code, session_id, topics,
+                                   throttle_time_ms)
+    generic = generic_response(version, correlation_id, error_code, session_id, topics,
+                               throttle_time_ms)
     regions = [p[6] for _, parts in topics for p in parts if type(p[6]) is FileRegion]
     if type(generic) is bytes:
         assert type(native) is bytes
@@ -560,6 +563,10 @@ def test_encode_extremes_and_errors(version: int) -> None:
                 assert_same_encoding(version, correlation_id, error_code, session_id,
                                      [("主题-🚀", extremes), ("", [])])
                 assert_same_encoding(version, correlation_id, error_code, session_id, [])
+    for throttle_time_ms in (1, 250, INT32[1]):  # a client quota's throttle (the field is v1+)
+        assert_same_encoding(version, 5, 0, 7, [("t", extremes)], throttle_time_ms)
+    with pytest.raises(OverflowError):
+        encode_fetch_response(version, 1, 0, 0, [], INT32[1] + 1)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -25,6 +25,7 @@ from pylog.log import LogManager
 from pylog.net.listener import Listener
 from pylog.net.request_queue import RequestQueue
 from pylog.server import dynamic_configs, producer_state
+from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.fetch_sessions import FetchSessionCache
 from pylog.server.metrics import BrokerMetrics
@@ -107,6 +108,9 @@ class Broker:
             queue=RequestQueue(config["queued.max.requests"], config["queued.max.request.bytes"]))
         self.endpoint: Endpoint = config.advertised()
         self.fetch_max_bytes: int = config["fetch.max.bytes"]
+        # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
+        self.quotas = ClientQuotas(self.log_dir, config["quota.window.num"],
+                                   config["quota.window.size.seconds"])
         self.fetch_sessions = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"],
             lambda: int(time.monotonic() * 1000))

@@ -184,6 +184,10 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "max.connections": (_int(0, INT_MAX), str(INT_MAX)),
     "max.connections.per.ip": (_int(0, INT_MAX), str(INT_MAX)),
     "max.connections.per.ip.overrides": (_ip_overrides, ""),
+    # Client quotas (pylog.server.client_quotas): the rates are measured over
+    # this many samples of this many seconds each.
+    "quota.window.num": (_int(1, INT_MAX), "11"),
+    "quota.window.size.seconds": (_int(1, INT_MAX), "1"),
     "log.segment.bytes": (_int(14, INT_MAX), "1073741824"),
     "log.roll.hours": (_int(1, INT_MAX), "168"),
     "log.roll.ms": (_POS, None),

@@ -61,6 +61,7 @@ _BROKER_TYPES: dict[str, int] = {
                      "offsets.topic.segment.bytes",
                      "group.min.session.timeout.ms", "group.max.session.timeout.ms",
                      "max.connections", "max.connections.per.ip",
+                     "quota.window.num", "quota.window.size.seconds",
                      "max.incremental.fetch.session.cache.slots",
                      "producer.id.expiration.ms",
                      "producer.id.expiration.check.interval.ms"), INT),

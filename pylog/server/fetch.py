@@ -21,11 +21,13 @@ partition of its session and is answered with those that have news.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pylog._native.fetch_codec import decode_fetch_request, encode_fetch_response
 from pylog.log import OffsetOutOfRangeError
 from pylog.log.errors import LogClosedError
+from pylog.net.connection import Throttled
 from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext
@@ -57,6 +59,7 @@ class Request(NamedTuple):
     topics: list[tuple[str, list[tuple[int, int, int, int]]]]
     forgotten: list[tuple[str, list[int]]]  # v7+: what a fetch session drops
     session: FetchContext | None = None  # None: no session is involved
+    started_ns: int = 0  # perf_counter_ns at the start, when the request quota is on
 
 
 # A partition's answer, in the order encode_fetch_response takes it:
@@ -153,6 +156,16 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
     frames raise ProtocolError (the router closes the connection)."""
     request = Request(*decode_fetch_request(frame))
     asked = request.topics  # as the request names them, for an error response
+    quotas = broker.quotas
+    if quotas.request.enabled:
+        request = request._replace(started_ns=time.perf_counter_ns())
+    if quotas.fetch.enabled:
+        # KafkaApis: no more in one response than the quota allows in a
+        # whole window (else every such fetch would be throttled).
+        cap = quotas.fetch.max_value_in_window(request.client_id)
+        if cap < request.max_bytes:
+            request = request._replace(max_bytes=int(cap),
+                                       min_bytes=min(request.min_bytes, int(cap)))
     if request.session_id != INVALID_SESSION_ID or request.session_epoch != FINAL_EPOCH:
         # v7+ and a fetch session (KIP-227): opened, used or closed.
         context = broker.fetch_sessions.context(request.session_id, request.session_epoch,
@@ -214,7 +227,16 @@ def _one_per_partition(topics: list) -> list:
     return out
 
 
-def _answer(broker: Broker, request: Request, found: Found) -> bytes | list:
+def _answer(broker: Broker, request: Request, found: Found) -> Any:
+    quotas = broker.quotas
+    if quotas.fetch.enabled or request.started_ns:
+        throttle = quotas.fetch.record(request.client_id, found.size) if quotas.fetch.enabled \
+            else 0
+        if request.started_ns:
+            throttle = max(throttle, quotas.record_request(request.client_id,
+                                                           request.started_ns))
+        if throttle:
+            return Throttled(_throttled_answer(broker, request, found, throttle), throttle)
     if broker.metrics is not None:
         broker.metrics.fetched(found.size, found.topics, found.errors)
     if request.session is None:
@@ -224,6 +246,22 @@ def _answer(broker: Broker, request: Request, found: Found) -> bytes | list:
                                                                found.topics)
     return encode_fetch_response(request.version, request.correlation_id, error, session_id,
                                  topics)
+
+
+def _throttled_answer(broker: Broker, request: Request, found: Found, throttle: int) -> bytes:
+    """KafkaApis for a client over its fetch or request quota: an empty
+    response carrying the throttle time, its bytes taken back from the
+    fetch quota, the session's partitions left as they were (the next fetch
+    finds the same data)."""
+    if broker.quotas.fetch.enabled:
+        broker.quotas.fetch.unrecord(request.client_id, found.size)
+    if broker.metrics is not None:
+        broker.metrics.fetched(0, [], False)
+    context = request.session
+    session_id = (context.session.id if context is not None and context.session is not None
+                  else INVALID_SESSION_ID)
+    return encode_fetch_response(request.version, request.correlation_id, 0, session_id, [],
+                                 throttle)
 
 
 def _ready(request: Request, found: Found) -> bool:
@@ -263,6 +301,8 @@ async def _read_cold(broker: Broker, request: Request) -> Any:
     in, so the sendfile that follows finds them cached)."""
     loop = asyncio.get_running_loop()
     found = await loop.run_in_executor(broker.executor, _read, broker, request)
+    if request.started_ns:  # the request quota counts the loop's time, not the wait
+        request = request._replace(started_ns=time.perf_counter_ns())
     result = _respond(broker, request, found)
     return await result if asyncio.iscoroutine(result) else result
 
@@ -280,6 +320,8 @@ async def _park(broker: Broker, request: Request) -> Any:
         finally:
             timer.cancel()
             broker.remove_waiter(keys, woken)
+        if request.started_ns:  # the request quota counts the loop's time, not the wait
+            request = request._replace(started_ns=time.perf_counter_ns())
         found = _read(broker, request)
         if _ready(request, found) or loop.time() >= deadline or broker.stopping:
             return _answer(broker, request, found)

@@ -15,6 +15,7 @@ replicas than one.
 from __future__ import annotations
 
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 from pylog._native.produce_codec import (
@@ -26,7 +27,7 @@ from pylog._native.produce_codec import (
 from pylog.errors import CorruptBatchError
 from pylog.log import RecordBatchTooLargeError, RecordSetTooLargeError
 from pylog.log.errors import LogClosedError
-from pylog.net.connection import CloseConnection
+from pylog.net.connection import CloseConnection, Throttled
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.producer_state import max_timestamp, producer_batch
 
@@ -159,11 +160,15 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     return (index, 0, result.base_offset, result.log_append_time, log.log_start_offset, None)
 
 
-def handle_frame(broker: Broker, frame: bytearray) -> bytes | None:
+def handle_frame(broker: Broker, frame: bytearray) -> bytes | Throttled | None:
     """Answer a Produce request frame (v3-11): the framed response, or None for
-    acks=0.  Malformed frames raise ProtocolError (the router closes the
-    connection, as for any request that does not decode)."""
-    version, correlation_id, _, transactional_id, acks, _, topics = (
+    acks=0; wrapped in Throttled when the client is over a quota.  Malformed
+    frames raise ProtocolError (the router closes the connection, as for any
+    request that does not decode)."""
+    quotas = broker.quotas
+    started = time.perf_counter_ns() if quotas.request.enabled else 0
+    size = len(frame)  # the request's bytes, what producer_byte_rate counts
+    version, correlation_id, client_id, transactional_id, acks, _, topics = (
         decode_produce_request(frame))
     if transactional_id is not None:
         code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # no transactions yet
@@ -177,10 +182,17 @@ def handle_frame(broker: Broker, frame: bytearray) -> bytes | None:
                              for index, records in parts]) for name, parts in topics]
     if broker.metrics is not None:
         broker.metrics.produced(responses, topics)
+    throttle = 0
+    if quotas.produce.enabled:
+        throttle = quotas.produce.record(client_id, size)
     if acks == 0:
         # No response to carry an error: Kafka closes the connection instead, so
         # the producer notices and refreshes its metadata.
         if any(p[1] for _, parts in responses for p in parts):
             raise CloseConnection("acks=0 produce failed")
-        return None
-    return encode_produce_response(version, correlation_id, responses)
+        # Exempt from the request quota, as in Kafka; the byte rate still mutes.
+        return Throttled(None, throttle) if throttle else None
+    if started:
+        throttle = max(throttle, quotas.record_request(client_id, started))
+    response = encode_produce_response(version, correlation_id, responses, throttle)
+    return Throttled(response, throttle) if throttle else response

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from pylog.errors import ProtocolError
-from pylog.net.connection import CloseConnection, Connection
+from pylog.net.connection import CloseConnection, Connection, Throttled
 from pylog.protocol import (
     ApiKey,
     UnsupportedVersionError,
@@ -30,6 +31,7 @@ from pylog.protocol import (
     encode_response,
 )
 from pylog.server import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -41,6 +43,7 @@ from pylog.server import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -87,6 +90,8 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
                    # cluster admin that one node answers
                    describe_acls, create_acls, delete_acls, elect_leaders,
                    list_partition_reassignments, alter_partition_reassignments,
+                   # client quotas (pylog.server.client_quotas)
+                   describe_client_quotas, alter_client_quotas,
                    # consumer groups and committed offsets
                    join_group, sync_group, heartbeat, leave_group, offset_commit,
                    offset_fetch, list_groups, describe_groups, delete_groups, offset_delete)
@@ -142,12 +147,31 @@ class RequestRouter:
         # The client's address, for handlers that record it (group members'
         # client host); read synchronously by the handler, before any await.
         self.peer = conn.peer
+        quotas = self.broker.quotas
+        started = time.perf_counter_ns() if quotas.request.enabled else 0
         result = self.handlers[key](self.broker, header, body)
         if result is None or type(result) in _PLAIN:
-            return result
+            return _throttled(quotas, header.client_id, started, result, None) if started \
+                else result
         if type(result) is not dict and inspect.isawaitable(result):  # dict: the common case
-            return _Finish(header, result)
+            return _Finish(header, result, quotas if started else None)
+        if started:
+            return _throttled(quotas, header.client_id, started, result, header)
         return encode_response(key, version, header.correlation_id, result)
+
+
+def _throttled(quotas: Any, client_id: str | None, started: int, result: Any,
+               header: Any) -> Any:
+    """The response, encoded when ``header`` is given (a handler's dict),
+    with the request quota's throttle (Kafka's sendResponseMaybeThrottle):
+    in the response's throttle_time_ms and on the connection."""
+    ms = quotas.record_request(client_id, started)
+    if header is not None:
+        if ms:
+            result["throttle_time_ms"] = ms
+        result = encode_response(header.api_key, header.api_version,
+                                 header.correlation_id, result)
+    return Throttled(result, ms) if ms else result
 
 
 def _malformed(conn: Connection, exc: ProtocolError) -> CloseConnection:
@@ -167,19 +191,26 @@ class _Finish:
     the one it was given unawaited ("coroutine '_park' was never awaited").
     """
 
-    __slots__ = ("header", "pending")
+    __slots__ = ("header", "pending", "quotas")
 
-    def __init__(self, header: Any, pending: Any) -> None:
+    def __init__(self, header: Any, pending: Any, quotas: Any = None) -> None:
         self.header = header
         self.pending = pending
+        self.quotas = quotas  # the request quota's, when it is on
 
     def __await__(self) -> Generator[Any, None, Any]:
         pending = self.pending
         # A generator-based coroutine (types.coroutine) has no __await__.
         result = yield from (pending.__await__() if hasattr(pending, "__await__") else pending)
-        if result is None or type(result) in _PLAIN:
-            return result
+        plain = result is None or type(result) in _PLAIN
         header = self.header
+        if self.quotas is not None:
+            # The time of the last step (what the handler did after its wait),
+            # as Kafka counts a delayed operation's completion on its thread.
+            return _throttled(self.quotas, header.client_id, time.perf_counter_ns(), result,
+                              None if plain else header)
+        if plain:
+            return result
         return encode_response(header.api_key, header.api_version, header.correlation_id,
                                result)
 

@@ -1,4 +1,5 @@
-"""``pylog configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics and brokers.
+"""``pylog configs``: Kafka's ``kafka-configs.sh`` (ConfigCommand) for topics, brokers
+and client quotas.
 
 ``--describe`` prints, as Kafka 3.6 does::
 
@@ -20,6 +21,13 @@ changes a broker's logger levels as Kafka's ConfigCommand does (header
 pylog.server=DEBUG``, ``--delete-config pylog.server``; a logger the broker
 does not list is refused with ``Invalid broker logger(s): ...``); those go
 over pylog's own codec too, as confluent-kafka has no BROKER_LOGGER type.
+
+Client quotas (``--entity-type users``, ``clients``, or ``users`` then
+``clients`` for a (user, client-id) pair; ``--entity-default`` for a default)
+go over pylog's codec as DescribeClientQuotas and AlterClientQuotas, as
+confluent-kafka has neither.  They print as Kafka 3.6 does:
+``Quota configs for client-id 'c1' are producer_byte_rate=1024.0`` and
+``Completed updating config for client c1.``.
 """
 
 from __future__ import annotations
@@ -48,7 +56,9 @@ BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER on the wire
 # _resources' stand-in for the broker default, which no ConfigResource can name.
 BROKER_DEFAULT = None
 BROKER_LOGGER_RESOURCE = 8  # ConfigResource.Type.BROKER_LOGGER on the wire
-ENTITY_TYPES = ("topics", "brokers", "broker-loggers")
+ENTITY_TYPES = ("topics", "brokers", "broker-loggers", "users", "clients", "ips")
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+DEFAULT = ""  # --entity-default's place among the entity names, as Kafka's ConfigCommand
 
 
 def _fail(reason: str) -> ToolError:
@@ -327,25 +337,115 @@ def _alter(admin: Any, args: argparse.Namespace) -> None:
             print("Completed updating default config for brokers in the cluster.")
 
 
+def _quota_entity(types: list[str], names: list[str]) -> list[tuple[str, str | None]]:
+    """(entity type, name or None for the default) pairs of the command line."""
+    return [(QUOTA_ENTITY_TYPES[t], None if n == DEFAULT else n)
+            for t, n in zip(types, names, strict=True)]
+
+
+def _quota_text(entity: list[tuple[str, str | None]]) -> str:
+    """Kafka's ConfigCommand words for an entity: user, then client id, then ip."""
+    words = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
+    names = dict(entity)
+    return ", ".join(f"{words[t]} '{names[t]}'" if names[t] is not None else
+                     f"the default {words[t]}" for t in ("user", "client-id", "ip")
+                     if t in names)
+
+
+def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> list:
+    """DescribeClientQuotas with a strict filter (Kafka's containsOnly): a name
+    matches exactly, --entity-default the default, no name every entity."""
+    components = []
+    for i, entity_type in enumerate(types):
+        name = names[i] if i < len(names) else None
+        match_type = 2 if name is None else 1 if name == DEFAULT else 0
+        components.append({"entity_type": QUOTA_ENTITY_TYPES[entity_type],
+                           "match_type": match_type,
+                           "match": name if match_type == 0 else None})
+    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+        resp = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS,
+                              {"components": components, "strict": True})
+    if resp.error_code:
+        raise _fail(resp.error_message or error_name(resp.error_code))
+    return [([(e.entity_type, e.entity_name) for e in entry.entity],
+             {v.key: v.value for v in entry.values}) for entry in resp.entries or []]
+
+
+def _quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
+    """--describe / --alter of users, clients (or both) and ips."""
+    if args.describe:
+        for entity, values in _describe_quotas(args, types, names):
+            text = ", ".join(f"{k}={v}" for k, v in values.items())
+            print(f"Quota configs for {_quota_text(entity)} are {text}")
+        return
+    if len(types) != len(names):
+        raise ToolError("An entity name must be specified for every entity type")
+    added, deleted = _changes(args)
+    ops = []
+    for key, value in added.items():
+        try:
+            ops.append({"key": key, "value": float(value), "remove": False})
+        except ValueError:
+            raise ToolError(f"Cannot parse quota configuration value for {key}: "
+                            f"{value}") from None
+    if deleted:
+        current = _describe_quotas(args, types, names)
+        existing = current[0][1] if current else {}
+        unknown = [k for k in deleted if k not in existing]
+        if unknown:
+            raise ToolError(f"Invalid config(s): {','.join(unknown)}")
+        ops += [{"key": k, "value": 0.0, "remove": True} for k in deleted]
+    entity = [{"entity_type": t, "entity_name": n} for t, n in _quota_entity(types, names)]
+    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+        resp = client.request(ApiKey.ALTER_CLIENT_QUOTAS,
+                              {"entries": [{"entity": entity, "ops": ops}],
+                               "validate_only": False})
+    (result,) = resp.entries
+    if result.error_code:
+        raise _fail(result.error_message or error_name(result.error_code))
+    if names[0] != DEFAULT:
+        print(f"Completed updating config for {types[0][:-1]} {names[0]}.")
+    else:
+        print(f"Completed updating default config for {types[0]} in the cluster.")
+
+
 @run_tool
 def run(args: argparse.Namespace) -> int:
+    # --entity-type may repeat (users then clients), each with its --entity-name
+    # or --entity-default, in command-line order.
+    types: list[str] = list(args.entity_type or [])
+    names: list[str] = list(args.entity_names or [])
     if args.topic is not None:
-        args.entity_type, args.entity_name = "topics", args.topic
+        types, names = ["topics"], [args.topic]
     if args.broker is not None:
-        args.entity_type, args.entity_name = "brokers", args.broker
+        types, names = ["brokers"], [args.broker]
     if args.broker_defaults:
-        args.entity_type, args.entity_default = "brokers", True
-    if args.entity_type is None:
+        types, names = ["brokers"], [DEFAULT]
+    if not types:
         raise ToolError("--entity-type must be specified")
-    if args.entity_type not in ENTITY_TYPES:
-        raise ToolError(f"--entity-type {args.entity_type} is not supported by pylog (only "
-                        f"{', '.join(ENTITY_TYPES)})")
+    for entity_type in types:
+        if entity_type not in ENTITY_TYPES:
+            raise ToolError(f"--entity-type {entity_type} is not supported by pylog (only "
+                            f"{', '.join(ENTITY_TYPES)})")
     if args.describe == args.alter:
         raise ToolError("Command must include exactly one action: --describe, --alter")
-    if args.entity_default and args.entity_type != "brokers":
-        raise ToolError("--entity-default is only supported with --entity-type brokers")
     if args.describe and (args.add_config or args.delete_config or args.add_config_file):
         raise ToolError("--add-config and --delete-config can only be used with --alter")
+    if len(names) > len(types):
+        raise ToolError("An entity type must be given for every entity name")
+    if types[0] in QUOTA_ENTITY_TYPES:
+        if len(types) > 1 and types != ["users", "clients"]:
+            raise ToolError("Only '--entity-type users --entity-type clients' may be combined")
+        _quotas(args, types, names)
+        return 0
+    if len(types) > 1:
+        raise ToolError(f"--entity-type {types[0]} cannot be combined with another")
+    args.entity_type = types[0]
+    args.entity_name = names[0] if names and names[0] != DEFAULT else None
+    args.entity_default = names == [DEFAULT]
+    if args.entity_default and args.entity_type != "brokers":
+        raise ToolError("--entity-default is only supported with --entity-type brokers, "
+                        "users and clients")
     admin = admin_client(args)
     if args.entity_type == "broker-loggers":
         _broker_loggers(admin, args)
@@ -359,12 +459,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "configs", help="describe or change topic and broker configs (kafka-configs)",
         description="Add/Remove entity config for a topic or broker.")
     add_bootstrap(p)
-    p.add_argument("--entity-type", metavar="entity-type",
-                   help="topics, brokers or broker-loggers")
-    p.add_argument("--entity-name", metavar="entity-name",
-                   help="name of the entity (topic name or broker id)")
-    p.add_argument("--entity-default", action="store_true",
-                   help="the cluster-wide default for brokers")
+    p.add_argument("--entity-type", metavar="entity-type", action="append",
+                   help="topics, brokers, broker-loggers, users, clients or ips "
+                        "(users and clients together for a (user, client-id) quota)")
+    p.add_argument("--entity-name", metavar="entity-name", action="append",
+                   dest="entity_names",
+                   help="name of the entity (topic name, broker id, user, client id)")
+    p.add_argument("--entity-default", action="append_const", const=DEFAULT,
+                   dest="entity_names",
+                   help="the cluster-wide default for brokers, users or clients")
     p.add_argument("--topic", metavar="topic", help="shortcut for --entity-type topics "
                    "--entity-name <topic>")
     p.add_argument("--broker", metavar="broker-id", help="shortcut for --entity-type brokers "
