@@ -346,7 +346,6 @@ class QuotaManager:
         self.window_ms = window_s * 1000
         self.max_throttle_ms = max_throttle_ms
         self.rates: dict[tuple[str, str], Rate] = {}
-        self.throttled_ms: dict[tuple[str, str], int] = {}  # total throttle given, by tags
         self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float | None]] = {}
         self._generation = -1
         self._enabled = False
@@ -394,10 +393,7 @@ class QuotaManager:
         if observed <= bound:
             return 0
         delay = (observed - bound) / bound * rate.window_size_ms(now)
-        ms = min(round(delay), self.max_throttle_ms, INT32_MAX)
-        if ms > 0:
-            self.throttled_ms[tags] = self.throttled_ms.get(tags, 0) + ms
-        return ms
+        return max(min(round(delay), self.max_throttle_ms, INT32_MAX), 0)
 
     def unrecord(self, client_id: str | None, value: float, now: int | None = None,
                  user: str = ANONYMOUS) -> None:
