@@ -5,7 +5,12 @@ cleaner (``pylog/log/cleaner.py``) uses them:
 
 1. :class:`OffsetMap` is filled from the dirty part of a log
    (:meth:`OffsetMap.add_batches`): for every keyed record, the hash of its
-   key -> its offset, the later offset winning.  A key is stored as 128 bits
+   key -> its offset, the later offset winning.  Records written in
+   transactions are left out of the map: one of an aborted transaction must
+   not remove the committed value before it (Kafka drops aborted records
+   first; pylog keeps them, and a read_committed consumer skips them), so a
+   transactional record never removes another one, though a later plain
+   record still removes it.  A key is stored as 128 bits
    of hash (two seeds of MurmurHash64A; Kafka keeps 16 bytes of MD5), so
    memory is 24 bytes a key, bounded by ``log.cleaner.dedupe.buffer.size``.
    The table starts small and doubles as keys arrive: a log with few keys
@@ -348,7 +353,7 @@ cdef class OffsetMap:
             base = <int64_t>rd64(b)
             if base >= stop_offset:
                 return RUN_END
-            if not (rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL):
+            if not (rd16(b + OFF_ATTRIBUTES) & (ATTR_CONTROL | ATTR_TRANSACTIONAL)):
                 count = <int32_t>rd32(b + OFF_RECORD_COUNT)
                 if count < 0:
                     return RUN_CORRUPT

@@ -24,7 +24,7 @@ def test_record_keeps_the_last_batch_timestamp_and_describes_it() -> None:
     p.record(ProducerBatch(7, 0, 0, 2), 0, -1, T + 5)
     p.record(ProducerBatch(7, 0, 3, 3), 3, -1, T + 1)  # the last batch counts, not the max
     p.record(ProducerBatch(9, 1, 0, 0), 4, T + 50, T + 50)
-    assert p.last_batches() == [(7, 0, 3, T + 1), (9, 1, 0, T + 50)]
+    assert p.last_batches() == [(7, 0, 3, T + 1, -1, -1), (9, 1, 0, T + 50, -1, -1)]
 
 
 def test_remove_expired_uses_greater_or_equal_as_kafka() -> None:
@@ -56,10 +56,11 @@ def test_snapshot_v2_round_trip() -> None:
     p.record(ProducerBatch(1, 0, 3, 5), 3, -1, T + 9)
     p.record(ProducerBatch(4, 2, 0, 0), 6, T + 20, T + 20)
     data = p.to_json(7)
-    assert data["version"] == SNAPSHOT_VERSION == 2
+    assert data["version"] == SNAPSHOT_VERSION == 3
     assert data["producers"]["1"]["last_timestamp"] == T + 9
     back = PartitionProducers.from_json(data, 7)
-    assert back.last_batches() == p.last_batches() == [(1, 0, 5, T + 9), (4, 2, 0, T + 20)]
+    assert back.last_batches() == p.last_batches() == [(1, 0, 5, T + 9, -1, -1),
+                                                      (4, 2, 0, T + 20, -1, -1)]
     assert back.check(ProducerBatch(1, 0, 3, 5)) == (3, -1, 0)
 
 
@@ -72,7 +73,7 @@ def test_snapshot_v1_loads_with_append_time_or_snapshot_time() -> None:
         "2": {"epoch": 3, "batches": [[0, 0, 6, T + 40]]},
         "3": {"epoch": 0, "batches": [[0, 0, 9, -1]]}}}  # at the log end: dropped
     p = PartitionProducers.from_json(v1, 9, None, T + 100)
-    assert p.last_batches() == [(1, 0, 5, T + 100), (2, 3, 0, T + 40)]
+    assert p.last_batches() == [(1, 0, 5, T + 100, -1, -1), (2, 3, 0, T + 40, -1, -1)]
     assert p.check(ProducerBatch(1, 0, 3, 5)) == (3, -1, 0)
     assert p.remove_expired(T + 140, 100) == 1  # producer 2: 100 ms after T + 40
     assert [pid for pid, *_ in p.last_batches()] == [1]

@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import records as fmt
 from pylog.coordinator.group import Group, GroupState, Member
-from pylog.coordinator.offsets_store import OFFSETS_TOPIC, OffsetsStore
+from pylog.coordinator.offsets_store import (
+    OFFSETS_TOPIC,
+    OffsetsStore,
+    Pending,
+    committed_entries,
+)
 from pylog.coordinator.records import OffsetAndMetadata
 from pylog.log import RecordBatchTooLargeError
 from pylog.protocol import ErrorCode
@@ -131,6 +136,9 @@ class GroupCoordinator:
         self.store = OffsetsStore(topics, self.config.offsets_topic_num_partitions, self.time_ms,
                                   segment_bytes=self.config.offsets_topic_segment_bytes)
         self.groups: dict[str, Group] = {}
+        # Offsets committed in transactions not ended yet (TxnOffsetCommit):
+        # (partition, producer id) -> the records, applied at the COMMIT marker.
+        self.pending_txn: Pending = {}
         self._expiry_task: asyncio.Task | None = None
 
     # -- life cycle --------------------------------------------------------------
@@ -139,7 +147,8 @@ class GroupCoordinator:
         """Rebuild groups and offsets from ``__consumer_offsets`` (last value wins)."""
         stored: dict[str, fmt.StoredGroup | None] = {}
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for partition, (key_bytes, value) in self.store.load():
+        for partition, (key_bytes, value) in committed_entries(self.store.load(),
+                                                               self.pending_txn):
             try:
                 key = fmt.parse_key(key_bytes)
                 if isinstance(key, fmt.OffsetKey):
@@ -238,10 +247,12 @@ class GroupCoordinator:
     def _loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _store(self, group: Group, entries: list[fmt.Entry]) -> int:
-        """Append to the group's offsets partition; NONE or the error to answer."""
+    def _store(self, group: Group, entries: list[fmt.Entry],
+               producer: tuple[int, int] | None = None) -> int:
+        """Append to the group's offsets partition; NONE or the error to answer.
+        ``producer``: (id, epoch) of the transaction the records belong to."""
         try:
-            self.store.append(group.group_id, entries)
+            self.store.append(group.group_id, entries, producer)
         except RecordBatchTooLargeError:
             return E.INVALID_COMMIT_OFFSET_SIZE
         except OSError as exc:
@@ -807,8 +818,86 @@ class GroupCoordinator:
             self._heartbeat(group, member)
         return self._do_commit(group, commits, retention_ms)
 
-    def _do_commit(self, group: Group, commits: list[OffsetCommit],
-                   retention_ms: int) -> dict[TopicPartition, int]:
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           generation: int, member_id: str, instance_id: str | None,
+                           commits: list[OffsetCommit]) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit (Kafka's handleTxnCommitOffsets): the offsets are
+        written to the group's partition in the producer's transaction and
+        count once its COMMIT marker is written there (:meth:`complete_txn`).
+        The caller has checked the producer against its transaction."""
+        unknown: dict[TopicPartition, int] = {}
+        known: list[OffsetCommit] = []
+        for c in commits:
+            topic = self.topics.get(c.topic)
+            if topic is None or not 0 <= c.partition < topic.partitions:
+                unknown[(c.topic, c.partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(c)
+        if not known:
+            return unknown
+        group = self.groups.get(group_id)
+        if group is None:
+            try:
+                self.store.ensure_group(group_id)
+            except TopicError:
+                return dict(unknown, **{(c.topic, c.partition): E.COORDINATOR_NOT_AVAILABLE
+                                        for c in known})
+            group = self.groups[group_id] = Group(group_id,
+                                                  current_state_timestamp=self.time_ms())
+        # Kafka's doTxnCommitOffsets: who asks is checked only when named.
+        error = E.NONE
+        if group.is_(S.DEAD):
+            error = E.COORDINATOR_NOT_AVAILABLE
+        elif instance_id is not None and group.member_error(member_id, instance_id) \
+                == E.FENCED_INSTANCE_ID:
+            error = E.FENCED_INSTANCE_ID
+        elif member_id and not group.has(member_id):
+            error = E.UNKNOWN_MEMBER_ID
+        elif generation >= 0 and generation != group.generation:
+            error = E.ILLEGAL_GENERATION
+        if error:
+            return dict(unknown, **{(c.topic, c.partition): error for c in known})
+        errors = self._do_commit(group, known, -1, (producer_id, producer_epoch))
+        errors.update(unknown)
+        return errors
+
+    def complete_txn(self, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool) -> None:
+        """Write a transaction marker into ``__consumer_offsets``-``partition``
+        and apply (COMMIT) or drop (ABORT) the offsets the producer's
+        transaction committed there.  Raises what the append raises."""
+        self.store.append_marker(partition, producer_id, producer_epoch, commit)
+        entries = self.pending_txn.pop((partition, producer_id), [])
+        if not commit:
+            return
+        for key_bytes, value in entries:
+            key = fmt.parse_key(key_bytes)
+            if not isinstance(key, fmt.OffsetKey) or value is None:
+                continue
+            group = self.groups.get(key.group)
+            if group is None:
+                group = self.groups[key.group] = Group(key.group,
+                                                       current_state_timestamp=self.time_ms())
+            group.offsets[(key.topic, key.partition)] = fmt.parse_offset_value(value)
+
+    def pending_txn_offsets(self, group_id: str) -> set[TopicPartition]:
+        """The partitions whose offsets in ``group_id`` an open transaction
+        has committed (OffsetFetch's require_stable)."""
+        if not self.pending_txn:
+            return set()
+        partition = self.store.partition_for(group_id)
+        found: set[TopicPartition] = set()
+        for (p, _), entries in self.pending_txn.items():
+            if p != partition:
+                continue
+            for key_bytes, _ in entries:
+                key = fmt.parse_key(key_bytes)
+                if isinstance(key, fmt.OffsetKey) and key.group == group_id:
+                    found.add((key.topic, key.partition))
+        return found
+
+    def _do_commit(self, group: Group, commits: list[OffsetCommit], retention_ms: int,
+                   producer: tuple[int, int] | None = None) -> dict[TopicPartition, int]:
         now = self.time_ms()
         errors: dict[TopicPartition, int] = {}
         entries: list[fmt.Entry] = []
@@ -828,9 +917,12 @@ class GroupCoordinator:
                 values[tp] = value
                 entries.append((fmt.offset_key(group.group_id, *tp), fmt.offset_value(value)))
         if entries:
-            error = self._store(group, entries)
-            if error == E.NONE:
+            error = self._store(group, entries, producer)
+            if error == E.NONE and producer is None:
                 group.offsets.update(values)
+            elif error == E.NONE:  # counted at the transaction's COMMIT marker
+                self.pending_txn.setdefault(
+                    (self.store.partition_for(group.group_id), producer[0]), []).extend(entries)
             for tp in values:
                 errors[tp] = error
         return errors

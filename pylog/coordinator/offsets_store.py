@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pylog.coordinator import records as fmt
 from pylog.log.errors import LogClosedError
 from pylog.records import BatchBuilder, read_batches
+from pylog.records.markers import marker_batch, marker_of
 
 if TYPE_CHECKING:
     from pylog.log import Log
@@ -39,15 +40,26 @@ _MIN_SEGMENT_BYTES = 14
 _READ_CHUNK = 1 << 20
 
 Entry = tuple[bytes, bytes | None]  # key, value (None: tombstone)
+# What a partition holds, in order: (producer id, marker, key, value).  A plain
+# record has producer id -1 and marker None; a record of a transaction its
+# producer's id; a transaction marker True (commit) or False (abort), with no
+# key or value.
+Event = tuple[int, "bool | None", "bytes | None", "bytes | None"]
 
 
 class OffsetsStore:
+    """A compacted internal topic of keyed records, loaded back at start
+    (``__consumer_offsets`` here; the transaction log subclasses it)."""
+
+    TOPIC = OFFSETS_TOPIC
+    TOPIC_CONFIGS = OFFSETS_TOPIC_CONFIGS
+
     def __init__(self, topics: TopicRegistry, num_partitions: int,
                  time_ms: Callable[[], int] | None = None, *,
                  segment_bytes: int = 104857600) -> None:
         self.topics = topics
         # The topic's configs when this store creates it (offsets.topic.segment.bytes).
-        self.topic_configs = dict(OFFSETS_TOPIC_CONFIGS,
+        self.topic_configs = dict(self.TOPIC_CONFIGS,
                                   **{"segment.bytes": str(max(segment_bytes,
                                                               _MIN_SEGMENT_BYTES))})
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
@@ -62,7 +74,7 @@ class OffsetsStore:
         (a client's Metadata or CreateTopics may come first), else the
         configured one: Kafka's getGroupMetadataTopicPartitionCount.  The
         group -> partition mapping must follow the topic that holds it."""
-        existing = self.topics.get(OFFSETS_TOPIC)
+        existing = self.topics.get(self.TOPIC)
         return existing.partitions if existing else self.configured_partitions
 
     def partition_for(self, group_id: str) -> int:
@@ -70,9 +82,9 @@ class OffsetsStore:
 
     def ensure_topic(self) -> None:
         """Create the whole topic now (all its partitions' logs)."""
-        if self.topics.get(OFFSETS_TOPIC) is None:
-            log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(self.topic_configs))
+        if self.topics.get(self.TOPIC) is None:
+            log.info("creating %s with %d partitions", self.TOPIC, self.num_partitions)
+            self.topics.create(self.TOPIC, self.num_partitions, dict(self.topic_configs))
 
     def ensure_group(self, group_id: str) -> int:
         """The group's partition, its log created if missing; the group's
@@ -82,14 +94,14 @@ class OffsetsStore:
         connection would feel.  The others are created on :attr:`executor`
         (synchronously when it is None), and on demand by any later group."""
         partition = self.partition_for(group_id)
-        if self.topics.logs.get_log(OFFSETS_TOPIC, partition) is None:
+        if self.topics.logs.get_log(self.TOPIC, partition) is None:
             self._log(partition)
         return partition
 
     def _create_rest(self) -> None:
         for p in range(self.num_partitions):
             try:
-                if self.topics.ensure_partition(OFFSETS_TOPIC, p) is None:
+                if self.topics.ensure_partition(self.TOPIC, p) is None:
                     return  # the topic was deleted meanwhile
             except LogClosedError:
                 return  # the node is shutting down: the next start creates the rest
@@ -97,38 +109,49 @@ class OffsetsStore:
     def _log_rest_failure(self, fut: Future) -> None:
         exc = fut.exception()
         if exc is not None:
-            log.error("creating the partitions of %s failed", OFFSETS_TOPIC, exc_info=exc)
+            log.error("creating the partitions of %s failed", self.TOPIC, exc_info=exc)
 
     def _log(self, partition: int) -> Log:
-        if self.topics.get(OFFSETS_TOPIC) is None:
-            log.info("creating %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-            self.topics.create(OFFSETS_TOPIC, self.num_partitions, dict(self.topic_configs),
+        if self.topics.get(self.TOPIC) is None:
+            log.info("creating %s with %d partitions", self.TOPIC, self.num_partitions)
+            self.topics.create(self.TOPIC, self.num_partitions, dict(self.topic_configs),
                                only=(partition,))
             if self.executor is None:
                 self._create_rest()
             else:
                 self.executor.submit(self._create_rest).add_done_callback(
                     self._log_rest_failure)
-        found = self.topics.ensure_partition(OFFSETS_TOPIC, partition)
+        found = self.topics.ensure_partition(self.TOPIC, partition)
         if found is None:
-            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is missing")
+            raise RuntimeError(f"{self.TOPIC}-{partition} is missing")
         return found
 
-    def append(self, group_id: str, entries: list[Entry]) -> int:
-        """Write one batch of records to the group's partition; its base offset.
-        Raises what Log.append raises (the coordinator maps it to an error code)."""
+    def append(self, key: str, entries: list[Entry],
+               producer: tuple[int, int] | None = None) -> int:
+        """Write one batch of records to ``key``'s partition (a group id, a
+        transactional id); its base offset.  ``producer``: (id, epoch) of the
+        transaction the records belong to (TxnOffsetCommit).  Raises what
+        Log.append raises (the coordinator maps it to an error code)."""
         now = self.time_ms()
-        builder = BatchBuilder()
-        for key, value in entries:
-            builder.append(now, key, value)
-        return self._log(self.partition_for(group_id)).append(
+        builder = BatchBuilder() if producer is None else BatchBuilder(
+            producer_id=producer[0], producer_epoch=producer[1], base_sequence=-1,
+            is_transactional=True)
+        for k, value in entries:
+            builder.append(now, k, value)
+        return self._log(self.partition_for(key)).append(
             bytearray(builder.build())).base_offset
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
+                      commit: bool) -> int:
+        """A transaction marker in ``partition``; its offset."""
+        return self._log(partition).append(
+            marker_batch(producer_id, producer_epoch, commit, 0, self.time_ms())).base_offset
 
     # -- loading -----------------------------------------------------------------
 
-    def read_partition(self, partition: int) -> Iterator[Entry]:
-        """Every (key, value) of one partition, oldest first."""
-        found = self.topics.logs.get_log(OFFSETS_TOPIC, partition)
+    def read_partition(self, partition: int) -> Iterator[Event]:
+        """Every record and transaction marker of one partition, oldest first."""
+        found = self.topics.logs.get_log(self.TOPIC, partition)
         if found is None:
             return
         offset = found.log_start_offset
@@ -141,19 +164,47 @@ class OffsetsStore:
             last = offset - 1
             for batch in read_batches(data):
                 last = batch.base_offset + batch.last_offset_delta
-                if batch.is_control:
+                if last < offset:
                     continue
+                if batch.is_control:
+                    marker = marker_of(batch) if batch.is_transactional else None
+                    if marker is not None:
+                        yield batch.producer_id, marker[0], None, None
+                    continue
+                pid = batch.producer_id if batch.is_transactional else -1
                 for record in batch.records():
                     if record.offset >= offset and record.key is not None:
-                        yield record.key, record.value
+                        yield pid, None, record.key, record.value
             if last < offset:
                 break
             offset = last + 1
 
-    def load(self) -> Iterator[tuple[int, Entry]]:
-        """(partition, entry) for every record of every partition."""
-        if self.topics.get(OFFSETS_TOPIC) is None:
+    def load(self) -> Iterator[tuple[int, Event]]:
+        """(partition, event) for every record and marker of every partition."""
+        if self.topics.get(self.TOPIC) is None:
             return
         for p in range(self.num_partitions):
-            for entry in self.read_partition(p):
-                yield p, entry
+            for event in self.read_partition(p):
+                yield p, event
+
+
+Pending = dict[tuple[int, int], list[Entry]]  # (partition, producer id) -> its records
+
+
+def committed_entries(events: Iterator[tuple[int, Event]],
+                      pending: Pending) -> Iterator[tuple[int, Entry]]:
+    """(partition, entry) of the records that count, in log order: the plain
+    ones, and a transaction's once its COMMIT marker is read (at the marker's
+    place, as Kafka's loaders apply them); an aborted transaction's records
+    are dropped, and those of a transaction still open are left in
+    ``pending`` (a marker written later applies or drops them)."""
+    for partition, (pid, marker, key, value) in events:
+        if marker is not None:
+            done = pending.pop((partition, pid), [])
+            if marker:
+                for entry in done:
+                    yield partition, entry
+        elif pid >= 0:
+            pending.setdefault((partition, pid), []).append((key, value))
+        else:
+            yield partition, (key, value)

@@ -25,6 +25,7 @@ GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -125,7 +126,7 @@ def group_value(group: StoredGroup) -> bytes:
 
 # -- reading ------------------------------------------------------------------
 
-class _Reader:
+class Reader:
     """Big-endian fields of one key or value; ``flexible`` for the v4 value layouts."""
 
     def __init__(self, data: bytes | memoryview, flexible: bool = False) -> None:
@@ -137,6 +138,9 @@ class _Reader:
         value, = s.unpack_from(self.data, self.pos)
         self.pos += s.size
         return value
+
+    def i8(self) -> int:
+        return self._fixed(_I8)
 
     def i16(self) -> int:
         return self._fixed(_I16)
@@ -192,7 +196,7 @@ class _Reader:
 def parse_key(data: bytes | memoryview) -> OffsetKey | GroupKey | None:
     """The key of a ``__consumer_offsets`` record; None for a kind pylog does not
     keep (Kafka >= 3.7 writes new-protocol records with key versions 3+)."""
-    r = _Reader(data)
+    r = Reader(data)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.string() or "", r.string() or "", r.i32())
@@ -203,7 +207,7 @@ def parse_key(data: bytes | memoryview) -> OffsetKey | GroupKey | None:
 
 def parse_offset_value(data: bytes | memoryview) -> OffsetAndMetadata:
     version = _I16.unpack_from(data, 0)[0]
-    r = _Reader(data, flexible=version >= 4)
+    r = Reader(data, flexible=version >= 4)
     r.pos = 2
     offset = r.i64()
     epoch = r.i32() if version >= 3 else -1
@@ -216,7 +220,7 @@ def parse_offset_value(data: bytes | memoryview) -> OffsetAndMetadata:
 
 def parse_group_value(data: bytes | memoryview) -> StoredGroup:
     version = _I16.unpack_from(data, 0)[0]
-    r = _Reader(data, flexible=version >= 4)
+    r = Reader(data, flexible=version >= 4)
     r.pos = 2
     group = StoredGroup(r.string() or "", r.i32(), r.string(), r.string())
     if version >= 2:

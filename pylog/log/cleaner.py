@@ -144,8 +144,12 @@ def cleanable(lg: Log, checkpoint: int | None, now_ms: int) -> Cleanable:
     # Whole, flushed, inactive segments only: the active one takes appends,
     # and one above the recovery point would be rescanned after a crash.
     uncleanable = segments[-1].base_offset
+    # Nor past the oldest open transaction (Kafka's firstUnstableOffset): its
+    # records may yet be aborted, and must not replace a committed value.
+    unstable = lg.first_unstable_offset
     for i, segment in enumerate(segments[:-1]):
-        if segments[i + 1].base_offset > recovery_point:
+        nxt = segments[i + 1].base_offset
+        if nxt > recovery_point or (unstable is not None and nxt > unstable):
             uncleanable = min(uncleanable, segment.base_offset)
             break
     overdue = False

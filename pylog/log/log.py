@@ -120,6 +120,10 @@ class Log:
         self.recovery_point = min(recovery_point, self._next_offset)
         self._high_watermark = self._next_offset
         self.hw_follows_leo = True  # single node: everything appended is committed
+        # First offset of the oldest open transaction (set by the broker's
+        # producer state; None: none open): read_committed fetches stop there
+        # and the cleaner does not go past it.
+        self.first_unstable_offset: int | None = None
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
         self._rolled_up_to = -1
@@ -177,6 +181,14 @@ class Log:
                 raise OffsetOutOfRangeError(offset, self.log_start_offset, self._next_offset,
                                             "high watermark")
             self._high_watermark = offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the high watermark, or the first offset of the oldest
+        open transaction below it."""
+        unstable = self.first_unstable_offset
+        hw = self._high_watermark
+        return hw if unstable is None or unstable >= hw else unstable
 
     @property
     def segments(self) -> list[LogSegment]:

@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import CoordinatorConfig, GroupCoordinator
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.coordinator.transactions import TransactionCoordinator, TxnConfig
+from pylog.coordinator.txn_log import TXN_TOPIC
 from pylog.io.backend import get_backend
 from pylog.log import LogManager
 from pylog.net.listener import Listener
 from pylog.net.request_queue import RequestQueue
+from pylog.records.markers import marker_batch
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
@@ -82,8 +85,17 @@ class Broker:
             state = producer_state.load(lg)
             if state is not None:
                 state.remove_expired(now_ms, config["producer.id.expiration.ms"])
-                if state.producers:
+                if state.producers or state.aborted:
                     self._producers[tp] = state
+                lg.first_unstable_offset = state.first_unstable_offset()
+        # Transactions: their state from __transaction_state, and those a
+        # crash left half ended are ended now (markers need the producer
+        # state above).
+        self.txns = TransactionCoordinator(self.topics, self.producer_ids, self.write_marker,
+                                           TxnConfig.from_broker(config))
+        self.txns.load()
+        self.txns.complete_prepared()
+        self.verify_txn_partitions: bool = config["transaction.partition.verification.enable"]
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.
@@ -123,10 +135,10 @@ class Broker:
     # -- state used by the handlers ----------------------------------------------
 
     def auto_create(self, name: str) -> Topic:
-        if name == OFFSETS_TOPIC:
-            # As Kafka's AutoTopicCreationManager: the group coordinator's
-            # partition count and configs, not num.partitions.
-            self.groups.store.ensure_topic()
+        if name == OFFSETS_TOPIC or name == TXN_TOPIC:
+            # As Kafka's AutoTopicCreationManager: the coordinator's partition
+            # count and configs, not num.partitions.
+            (self.groups.store if name == OFFSETS_TOPIC else self.txns.store).ensure_topic()
             return self.topics.get(name)
         return self.topics.create(name, self.config["num.partitions"])
 
@@ -154,6 +166,30 @@ class Broker:
         if found is None:
             found = self._producers[(topic, partition)] = PartitionProducers()
         return found
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool) -> None:
+        """A transaction's COMMIT or ABORT marker into one of its partitions
+        (the coordinator's WriteTxnMarkers, local): the producer's transaction
+        there ends, the last stable offset moves, parked fetches wake."""
+        if topic == OFFSETS_TOPIC:
+            self.groups.complete_txn(partition, producer_id, producer_epoch, commit)
+            return
+        lg = self.logs.get_log(topic, partition)
+        if lg is None:
+            return  # deleted since it joined the transaction: nothing to end there
+        state = self.producers_of(topic, partition)
+        error = state.check_marker(producer_id, producer_epoch)
+        if error is not None:
+            log.warning("no %s marker for producer %d epoch %d in %s-%d: %s",
+                        "COMMIT" if commit else "ABORT", producer_id, producer_epoch, topic,
+                        partition, error.name)
+            return
+        now = time.time_ns() // 1_000_000
+        result = lg.append(marker_batch(producer_id, producer_epoch, commit, 0, now))
+        state.record_marker(producer_id, producer_epoch, result.base_offset, commit, 0, now)
+        lg.first_unstable_offset = state.first_unstable_offset()
+        self.notify_append(topic, partition)
 
     def add_waiter(self, keys: list[TopicPartition], fut: asyncio.Future) -> None:
         waiters = self._waiters
@@ -215,6 +251,12 @@ class Broker:
         # Kafka's PeriodicProducerExpirationCheck (first run one interval in).
         self._tasks.append(asyncio.get_running_loop().create_task(self._expire_every(
             self.config["producer.id.expiration.check.interval.ms"] / 1000)))
+        # The transaction coordinator's two periodic jobs.
+        txn = self.txns.config
+        for job, every_ms in ((self.txns.abort_timed_out, txn.abort_interval_ms),
+                              (self.txns.remove_expired, txn.remove_interval_ms)):
+            self._tasks.append(asyncio.get_running_loop().create_task(
+                _every(job, every_ms / 1000)))
 
     def _snapshot_job(self, tp: TopicPartition, lg: Log, offset: int) -> Callable[[], None]:
         """The producer state of ``tp`` as of ``offset``, copied now (on the
@@ -222,6 +264,7 @@ class Broker:
         state and offset agree); the returned job only writes the file."""
         self._snapshot_at[tp] = offset
         state = self._producers.get(tp) or PartitionProducers()
+        state.trim_aborted(lg.log_start_offset)  # retention took those transactions
         data = state.to_json(offset)  # a frozen copy: fresh dicts and lists
         return lambda: self._write_snapshot(tp, lg, data, offset)
 
@@ -313,7 +356,7 @@ class Broker:
             if not n:
                 continue
             removed += n
-            if not state.producers:
+            if not state.producers and not state.aborted:
                 del self._producers[tp]
             self._snapshot_at.pop(tp, None)  # changed: the next snapshot writes it
             lg = self.logs.get_log(*tp)
@@ -348,6 +391,15 @@ class Broker:
         await loop.run_in_executor(self.executor, self.logs.close)
         self.snapshot_executor.shutdown(wait=True)
         self.executor.shutdown(wait=True)
+
+
+async def _every(job: Callable[[], Any], interval_s: float) -> None:
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            job()
+        except Exception:  # never end a periodic job
+            log.exception("%s failed", getattr(job, "__qualname__", job))
 
 
 def _halt() -> None:

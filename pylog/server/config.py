@@ -239,6 +239,14 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # (dynamic, cluster-wide, KIP-854); the check runs at this interval.
     "producer.id.expiration.ms": (_int(1, INT_MAX), "86400000"),
     "producer.id.expiration.check.interval.ms": (_int(1, INT_MAX), "600000"),
+    # Transactions (pylog.coordinator.transactions); Kafka's names and defaults.
+    "transaction.max.timeout.ms": (_int(1, INT_MAX), "900000"),
+    "transactional.id.expiration.ms": (_int(1, INT_MAX), "604800000"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int(1, INT_MAX), "10000"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int(1, INT_MAX), "3600000"),
+    "transaction.state.log.num.partitions": (_int(1, INT_MAX), "50"),
+    "transaction.state.log.segment.bytes": (_int(1, INT_MAX), "104857600"),
+    "transaction.partition.verification.enable": (_bool, "true"),
     # Consumer groups (pylog.coordinator); Kafka's defaults.
     "offsets.topic.num.partitions": (_int(1, INT_MAX), "50"),
     # Segment size of __consumer_offsets (compacted): Kafka's default, 100 MiB.
@@ -251,7 +259,7 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
 }
 
 # Kafka settings with no effect on a single pylog node; accepted so that a stock
-# server.properties loads.  (Groups, transactions and replication come later.)
+# server.properties loads.  (Replication comes later.)
 IGNORED = frozenset({
     "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
     "num.replica.fetchers", "background.threads", "offsets.topic.replication.factor",

@@ -75,6 +75,13 @@ _BROKER_TYPES: dict[str, int] = {
                      "log.message.timestamp.before.max.ms",
                      "log.message.timestamp.after.max.ms", "queued.max.request.bytes"), LONG),
     "log.cleanup.policy": LIST,
+    # The transaction coordinator's (pylog.coordinator.transactions), as KafkaConfig's.
+    **dict.fromkeys(("transaction.max.timeout.ms", "transactional.id.expiration.ms",
+                     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                     "transaction.remove.expired.transaction.cleanup.interval.ms",
+                     "transaction.state.log.num.partitions",
+                     "transaction.state.log.segment.bytes"), INT),
+    "transaction.partition.verification.enable": BOOLEAN,
     # The log cleaner's keys (pylog.log.cleaner), typed as KafkaConfig's.
     "log.cleaner.enable": BOOLEAN,
     "log.cleaner.threads": INT,

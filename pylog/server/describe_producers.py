@@ -9,10 +9,10 @@ ReplicaManager.activeProducerState: an unknown partition is
 UNKNOWN_TOPIC_OR_PARTITION with a null message (getPartitionOrError), a known
 one UnifiedLog.activeProducers: per producer its epoch, the last sequence of
 its last batch and that batch's max timestamp (ProducerStateEntry.lastSeq,
-lastTimestamp), coordinator epoch -1 and current txn start offset -1 (no
-transaction is ever open here).  Partitions are answered in the request's
-order, duplicates included; producers by id (Java's HashMap order for ids
-below its capacity).
+lastTimestamp), the coordinator epoch of its last transaction marker (-1:
+none) and the first offset of its open transaction (-1: none).  Partitions
+are answered in the request's order, duplicates included; producers by id
+(Java's HashMap order for ids below its capacity).
 
 The state is pylog's per-partition producer state (snapshotted with the
 log), which keeps each producer's last timestamp as Kafka's entry does: the
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 VERSIONS = (0, 0)
-NO_COORDINATOR_EPOCH = -1  # ProducerStateEntry.empty: no transaction marker written
-NO_TXN = -1  # currentTxnFirstOffset empty
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 
 
@@ -48,8 +46,8 @@ def _partition(broker: Broker, topic: str, index: int) -> dict[str, Any]:
     producers = [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": last_seq,
          "last_timestamp": last_timestamp,
-         "coordinator_epoch": NO_COORDINATOR_EPOCH, "current_txn_start_offset": NO_TXN}
-        for pid, epoch, last_seq, last_timestamp
+         "coordinator_epoch": coordinator_epoch, "current_txn_start_offset": txn_first}
+        for pid, epoch, last_seq, last_timestamp, coordinator_epoch, txn_first
         in (state.last_batches() if state is not None else ())]
     return {"partition_index": index, "error_code": 0, "error_message": None,
             "active_producers": producers}

@@ -1,13 +1,10 @@
-"""DescribeTransactions (KIP-664): no transactional id has state here.
+"""DescribeTransactions (KIP-664): the coordinator's state of each transactional id.
 
-As Kafka's TransactionCoordinator.handleDescribeTransactions on the
-coordinator of every transaction log partition (FindCoordinator names this
-node for every transactional id): an empty id is INVALID_REQUEST, any other
-id has no metadata (pylog has no transactions: InitProducerId refuses
-transactional ids), so TRANSACTIONAL_ID_NOT_FOUND.  Only the id and the error
-are set, the other fields keep the generated message's defaults: state "",
-timeout 0, start time 0, producer id 0, epoch 0, no topics.  Ids are answered
-one by one in the request's order, duplicates included.
+As Kafka's TransactionCoordinator.handleDescribeTransactions: an empty id is
+INVALID_REQUEST, an id the coordinator does not know (never used, or
+expired) TRANSACTIONAL_ID_NOT_FOUND; a known one gets its state name,
+timeout, start time (-1 when no transaction is open), producer id and epoch
+and the partitions of its transaction, by topic.
 """
 
 from __future__ import annotations
@@ -23,14 +20,25 @@ API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 VERSIONS = (0, 0)
 
 
-def _state(transactional_id: str) -> dict[str, Any]:
-    code = (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if transactional_id
-            else ErrorCode.INVALID_REQUEST)
-    return {"error_code": code, "transactional_id": transactional_id, "transaction_state": "",
-            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0,
-            "producer_epoch": 0, "topics": []}
+def _state(broker: Broker, transactional_id: str) -> dict[str, Any]:
+    m = broker.txns.txns.get(transactional_id) if transactional_id else None
+    if m is None:
+        code = (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if transactional_id
+                else ErrorCode.INVALID_REQUEST)
+        return {"error_code": code, "transactional_id": transactional_id,
+                "transaction_state": "", "transaction_timeout_ms": 0,
+                "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,
+                "topics": []}
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(m.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return {"error_code": 0, "transactional_id": transactional_id,
+            "transaction_state": m.state.label, "transaction_timeout_ms": m.timeout_ms,
+            "transaction_start_time_ms": m.start_ms, "producer_id": m.producer_id,
+            "producer_epoch": m.producer_epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0,
-            "transaction_states": [_state(t) for t in body.transactional_ids]}
+            "transaction_states": [_state(broker, t) for t in body.transactional_ids]}

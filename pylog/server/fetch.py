@@ -87,7 +87,8 @@ class Found(NamedTuple):
 def _read(broker: Broker, request: Request) -> Found:
     """Each partition's answer, and what decides whether the fetch waits."""
     remaining = min(request.max_bytes, broker.fetch_max_bytes)
-    aborted = [] if request.isolation_level == READ_COMMITTED else None
+    committed = request.isolation_level == READ_COMMITTED
+    aborted = [] if committed else None
     min_one = True  # KIP-74 (v3+): the first batch found goes whole
     total = readable = 0
     complete = errors = known = False
@@ -116,11 +117,16 @@ def _read(broker: Broker, request: Request) -> Found:
                 errors = complete = True
                 continue
             hw = log.high_watermark
+            # The last stable offset: below an open transaction's first offset
+            # (read_committed reads no further); the high watermark without one.
+            lso = log.first_unstable_offset
+            lso = hw if lso is None or lso >= hw else lso
             limit = min(partition_max_bytes, remaining)
             records: Any = b""
             try:
                 if limit > 0 or min_one:
-                    s = log.read(offset, max(limit, 0), max_offset=hw, min_one_message=min_one)
+                    s = log.read(offset, max(limit, 0), max_offset=lso if committed else hw,
+                                 min_one_message=min_one)
                     if s.length:
                         records = FileRegion(s.fd, s.position, s.length, s.segment)
                         remaining -= s.length
@@ -135,7 +141,7 @@ def _read(broker: Broker, request: Request) -> Found:
                     raise OffsetOutOfRangeError(offset, log.log_start_offset,
                                                 log.log_end_offset)
             except OffsetOutOfRangeError:
-                parts.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
+                parts.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso,
                               log.log_start_offset, None, b""))
                 errors = complete = True
                 continue
@@ -143,7 +149,14 @@ def _read(broker: Broker, request: Request) -> Found:
                 parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 errors = True
                 continue
-            parts.append((index, 0, hw, hw, log.log_start_offset, aborted, records))
+            skip = aborted
+            if committed and records:
+                # The aborted transactions the records may hold (Kafka's
+                # transaction index), for the consumer to drop.
+                state = broker.producer_state(topic, index)
+                if state is not None and state.aborted:
+                    skip = state.aborted_between(offset, lso)
+            parts.append((index, 0, hw, lso, log.log_start_offset, skip, records))
         out.append((topic, parts))
     # KafkaApis: with no partition left to read (every one unknown), the
     # answer goes at once; it does not wait for max_wait_ms.

@@ -35,7 +35,8 @@ def epoch_error(current: int, leader: int) -> int:
     return ErrorCode.FENCED_LEADER_EPOCH if current < leader else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
-def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, Any]:
+def _partition(broker: Broker, topic: str, p: Any, version: int,
+               committed: bool) -> dict[str, Any]:
     index = p.partition_index
     log = broker.logs.get_log(topic, index)
     if log is None:
@@ -44,8 +45,11 @@ def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, An
     if error:
         return _refused(index, error)
     ts = p.timestamp
-    if ts == LATEST_TIMESTAMP:  # the high watermark for consumers; = LEO on one node
-        found_ts, offset = -1, log.high_watermark
+    # Kafka's lastFetchableOffset: read_committed sees up to the last stable
+    # offset (before an open transaction), read_uncommitted the high watermark.
+    fetchable = log.last_stable_offset if committed else log.high_watermark
+    if ts == LATEST_TIMESTAMP:  # = LEO on one node, without open transactions
+        found_ts, offset = -1, fetchable
     elif ts == MAX_TIMESTAMP and version < 7:
         return _refused(index, ErrorCode.UNSUPPORTED_VERSION)
     else:
@@ -53,6 +57,8 @@ def _partition(broker: Broker, topic: str, p: Any, version: int) -> dict[str, An
         found_ts, offset = (found.timestamp, found.offset) if found else (-1, -1)
         if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             found_ts = -1
+        elif committed and offset >= fetchable:
+            found_ts, offset = -1, -1
     return {"partition_index": index, "error_code": 0,
             "old_style_offsets": [offset] if offset >= 0 else [],
             "timestamp": found_ts, "offset": offset, "leader_epoch": 0}
@@ -84,9 +90,11 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
                          else ErrorCode.UNKNOWN_SERVER_ERROR)
                 for p in t.partitions]}
             for t in body.topics]}
+    committed = body.isolation_level == 1 and body.replica_id == CONSUMER_REPLICA_ID
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [
             _refused(p.partition_index, ErrorCode.INVALID_REQUEST)
-            if (t.name, p.partition_index) in dups else _partition(broker, t.name, p, v)
+            if (t.name, p.partition_index) in dups
+            else _partition(broker, t.name, p, v, committed)
             for p in t.partitions]}
         for t in body.topics]}

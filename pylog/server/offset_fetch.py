@@ -1,10 +1,16 @@
-"""OffsetFetch: a group's committed offsets (v8+: several groups in one request)."""
+"""OffsetFetch: a group's committed offsets (v8+: several groups in one request).
+
+With ``require_stable`` (v7+, KIP-447; read_committed consumers set it), a
+partition whose offset a transaction not yet ended has committed is
+UNSTABLE_OFFSET_COMMIT, as Kafka answers: the consumer asks again, and does
+not start from an offset the transaction is about to replace.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.protocol import ApiKey
+from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -13,12 +19,19 @@ API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = (0, 9)
 
 
-def _topics(broker: Broker, group_id: str, topics: Any) -> list[dict[str, Any]]:
+def _topics(broker: Broker, group_id: str, topics: Any,
+            require_stable: bool = False) -> list[dict[str, Any]]:
     wanted = None if topics is None else [
         (t.name, p) for t in topics for p in t.partition_indexes]
     found = broker.groups.fetch_offsets(group_id, wanted)
+    unstable = broker.groups.pending_txn_offsets(group_id) if require_stable else ()
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), o in found.items():
+        if (topic, partition) in unstable:
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition, "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                "committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""})
+            continue
         by_topic.setdefault(topic, []).append({
             "partition_index": partition, "error_code": 0,
             "committed_offset": o.offset if o else -1,
@@ -30,7 +43,9 @@ def _topics(broker: Broker, group_id: str, topics: Any) -> list[dict[str, Any]]:
 def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     if header.api_version < 8:
         return {"throttle_time_ms": 0, "error_code": 0,
-                "topics": _topics(broker, body.group_id, body.topics)}
+                "topics": _topics(broker, body.group_id, body.topics,
+                                  header.api_version >= 7 and body.require_stable)}
     return {"throttle_time_ms": 0, "groups": [
         {"group_id": g.group_id, "error_code": 0,
-         "topics": _topics(broker, g.group_id, g.topics)} for g in body.groups]}
+         "topics": _topics(broker, g.group_id, g.topics, body.require_stable)}
+        for g in body.groups]}

@@ -64,7 +64,7 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
 
 
 def _append(broker: Broker, topic: str, index: int, records: Any,
-            acks: int, version: int) -> PartitionResponse:
+            acks: int, version: int, transactional_id: str | None) -> PartitionResponse:
     if topic in INTERNAL_TOPICS:
         # What a client writes there is read back by the group coordinator at
         # start: a malformed record would stop the node from starting.
@@ -99,11 +99,6 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         return _error(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                       f"Produce requests with version {version} cannot carry zstd batches "
                       "(KIP-110: version 7 and above)")
-    if attributes & _TRANSACTIONAL_FLAG:
-        # No producer can have a transaction open here (InitProducerId refuses
-        # transactional ids), as Kafka 3.6's verification answers such a batch.
-        return _error(index, ErrorCode.INVALID_TXN_STATE,
-                      "No transaction is ongoing: pylog has no transactions")
     config = log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -114,9 +109,25 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         return _error(index, ErrorCode.INVALID_RECORD,
                       f"Invalid sequence number {batch.first_seq} in record batch "
                       f"with producerId {batch.producer_id}")
+    transactional = bool(attributes & _TRANSACTIONAL_FLAG)
+    if transactional:
+        if batch is None:
+            return _error(index, ErrorCode.INVALID_RECORD,
+                          "Transactional record batch without a producer id")
+        if broker.verify_txn_partitions:
+            # Kafka 3.6's verification (KIP-890): the partition must be in the
+            # producer's open transaction, asked of the local coordinator.
+            code = broker.txns.verify(transactional_id, batch.producer_id, batch.epoch,
+                                      topic, index)
+            if code:
+                return _error(index, code, f"Producer {batch.producer_id} with epoch "
+                              f"{batch.epoch}: {topic}-{index} is not in an ongoing "
+                              "transaction of transactional id "
+                              f"{transactional_id!r}" if code == ErrorCode.INVALID_TXN_STATE
+                              else None)
     if batch is not None:
         producers = broker.producers_of(topic, index)
-        verdict = producers.check(batch)
+        verdict = producers.check(batch, transactional)
         if verdict is not None:
             if type(verdict) is tuple:  # a retry of a batch already written
                 return (index, 0, verdict[0], verdict[1], log.log_start_offset, None)
@@ -151,7 +162,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         # append time, or the header's maxTimestamp once validated (in place).
         append_time = result.log_append_time
         producers.record(batch, result.base_offset, append_time,
-                         append_time if append_time >= 0 else max_timestamp(records))
+                         append_time if append_time >= 0 else max_timestamp(records),
+                         transactional)
+        if transactional:  # the last stable offset stays at the transaction's start
+            log.first_unstable_offset = producers.first_unstable_offset()
     metrics = broker.metrics
     if metrics is not None:  # per batch, never per record
         metrics.bytes_in += len(records)
@@ -170,15 +184,12 @@ def handle_frame(broker: Broker, frame: bytearray) -> bytes | Throttled | None:
     size = len(frame)  # the request's bytes, what producer_byte_rate counts
     version, correlation_id, client_id, transactional_id, acks, _, topics = (
         decode_produce_request(frame))
-    if transactional_id is not None:
-        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # no transactions yet
-        responses = [(name, [_error(index, code) for index, _ in parts])
-                     for name, parts in topics]
-    elif acks not in (0, 1, -1):
+    if acks not in (0, 1, -1):
         responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
                              for index, _ in parts]) for name, parts in topics]
     else:
-        responses = [(name, [_append(broker, name, index, records, acks, version)
+        responses = [(name, [_append(broker, name, index, records, acks, version,
+                                     transactional_id)
                              for index, records in parts]) for name, parts in topics]
     if broker.metrics is not None:
         broker.metrics.produced(responses, topics)

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError, OffsetOutOfRangeError
 from pylog.protocol import ErrorCode
+from pylog.records.markers import marker_of
 
 if TYPE_CHECKING:
     from pylog.log.log import Log
@@ -89,7 +90,9 @@ _INT64 = struct.Struct(">q")
 HEADER_SIZE = 61
 MAX_TIMESTAMP_AT = 35  # maxTimestamp in the batch header
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 2  # 2: each producer's last_timestamp; 1 (still read): without
+# 3: transactions (txn_first, coordinator_epoch, aborted); 2 (still read): each
+# producer's last_timestamp; 1 (still read): without
+SNAPSHOT_VERSION = 3
 LOG_APPEND_TIME_FLAG = 0x08  # batch attributes bit 3: timestamp type LogAppendTime
 
 
@@ -132,25 +135,55 @@ def max_timestamp(records: memoryview | bytes) -> int:
 
 
 class _Entry:
-    __slots__ = ("epoch", "batches", "last_timestamp")
+    __slots__ = ("epoch", "batches", "last_timestamp", "txn_first", "coordinator_epoch")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         # Max timestamp of the last batch (Kafka's lastTimestamp): what
         # expiration is measured from.
         self.last_timestamp = -1
+        # Offset of the producer's first batch in its open transaction here
+        # (Kafka's currentTxnFirstOffset); -1: none open.
+        self.txn_first = -1
+        # Of the last transaction marker written for this producer (-1: none).
+        self.coordinator_epoch = -1
         # (first_seq, last_seq, base_offset, log_append_time)
         self.batches: collections.deque[tuple[int, int, int, int]] = collections.deque(
             maxlen=MAX_BATCHES)
 
 
 class PartitionProducers:
-    """Sequence state of every producer writing to one partition."""
+    """Sequence and transaction state of every producer writing to one partition."""
 
     def __init__(self) -> None:
         self.producers: dict[int, _Entry] = {}
+        # producer id -> first offset of its open transaction (the entries'
+        # txn_first, kept apart so the first unstable offset is cheap).
+        self.ongoing: dict[int, int] = {}
+        # Aborted transactions (producer id, first offset, marker offset), in
+        # marker order: what a read_committed fetch is told to skip (Kafka's
+        # transaction index, kept with the producer snapshots here).
+        self.aborted: list[tuple[int, int, int]] = []
 
-    def check(self, batch: ProducerBatch) -> tuple[int, int, int] | ErrorCode | None:
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (the last stable
+        offset is the lower of it and the high watermark); None: none open."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions a fetch
+        from ``start`` that reads below ``end`` may meet (Kafka's
+        collectAbortedTxns: last offset >= start, first offset < end)."""
+        return [(pid, first) for pid, first, last in self.aborted
+                if last >= start and first < end]
+
+    def trim_aborted(self, log_start: int) -> None:
+        """Forget the aborted transactions wholly below the log start."""
+        if self.aborted and self.aborted[0][2] < log_start:
+            self.aborted = [a for a in self.aborted if a[2] >= log_start]
+
+    def check(self, batch: ProducerBatch,
+              transactional: bool = False) -> tuple[int, int, int] | ErrorCode | None:
         """None: append it.  (base offset, append time, 0): a duplicate already
         written.  An ErrorCode: refuse it."""
         entry = self.producers.get(batch.producer_id)
@@ -160,6 +193,9 @@ class PartitionProducers:
             return None
         if batch.epoch < entry.epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
+        if entry.txn_first >= 0 and not transactional:
+            # ProducerAppendInfo: "Expected transactional write from producer".
+            return ErrorCode.INVALID_TXN_STATE
         if batch.epoch > entry.epoch:
             # A bumped epoch restarts the sequence at 0.
             return None if batch.first_seq == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
@@ -172,31 +208,69 @@ class PartitionProducers:
         return None
 
     def record(self, batch: ProducerBatch, base_offset: int, append_time: int,
-               max_timestamp: int) -> None:
+               max_timestamp: int, transactional: bool = False) -> None:
         """A batch written at ``base_offset``: ``append_time`` is the log
         append time (-1 for CreateTime), ``max_timestamp`` the batch's max
-        timestamp (equal to ``append_time`` for LogAppendTime)."""
-        entry = self.producers.get(batch.producer_id)
+        timestamp (equal to ``append_time`` for LogAppendTime);
+        ``transactional``: it opens the producer's transaction here, or
+        belongs to the one open."""
+        pid = batch.producer_id
+        entry = self.producers.get(pid)
         if entry is None or batch.epoch != entry.epoch:
-            entry = self.producers[batch.producer_id] = _Entry(batch.epoch)
+            old = entry
+            entry = self.producers[pid] = _Entry(batch.epoch)
+            if old is not None:  # a new epoch restarts sequences, not the transaction
+                entry.txn_first, entry.coordinator_epoch = old.txn_first, old.coordinator_epoch
         entry.batches.append((batch.first_seq, batch.last_seq, base_offset, append_time))
         entry.last_timestamp = max_timestamp
+        if transactional and entry.txn_first < 0:
+            entry.txn_first = self.ongoing[pid] = base_offset
+
+    def check_marker(self, producer_id: int, epoch: int) -> ErrorCode | None:
+        """A transaction marker may be written for this producer and epoch
+        (Kafka's appendEndTxnMarker: an older epoch is fenced)."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return None
+
+    def record_marker(self, producer_id: int, epoch: int, offset: int, commit: bool,
+                      coordinator_epoch: int, timestamp: int) -> None:
+        """A COMMIT or ABORT marker written at ``offset``: the producer's open
+        transaction here, if any, ends (an aborted one is remembered)."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            old = entry
+            entry = self.producers[producer_id] = _Entry(epoch)
+            if old is not None:
+                entry.txn_first = old.txn_first
+        first = entry.txn_first
+        if first >= 0:
+            if not commit:
+                self.aborted.append((producer_id, first, offset))
+            entry.txn_first = -1
+            self.ongoing.pop(producer_id, None)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Kafka's ``ProducerStateManager.removeExpiredProducers``: forget each
         producer whose last batch's max timestamp is ``expiration_ms`` or more
-        before ``now_ms``; returns how many were forgotten."""
+        before ``now_ms`` and that has no transaction open here; returns how
+        many were forgotten."""
         expired = [pid for pid, e in self.producers.items()
-                   if now_ms - e.last_timestamp >= expiration_ms]
+                   if now_ms - e.last_timestamp >= expiration_ms and e.txn_first < 0]
         for pid in expired:
             del self.producers[pid]
         return len(expired)
 
-    def last_batches(self) -> list[tuple[int, int, int, int]]:
+    def last_batches(self) -> list[tuple[int, int, int, int, int, int]]:
         """Read-only, for DescribeProducers: (producer id, epoch, last sequence,
-        max timestamp) of each producer's last batch, by producer id; -1 as
-        last sequence for a producer without batches (none is kept so)."""
-        return [(pid, e.epoch, e.batches[-1][1] if e.batches else -1, e.last_timestamp)
+        max timestamp, coordinator epoch, open transaction's first offset) of
+        each producer, by producer id; -1 as last sequence for a producer
+        without batches (one a marker made known)."""
+        return [(pid, e.epoch, e.batches[-1][1] if e.batches else -1, e.last_timestamp,
+                 e.coordinator_epoch, e.txn_first)
                 for pid, e in sorted(self.producers.items())]
 
     # -- snapshots ---------------------------------------------------------
@@ -204,8 +278,10 @@ class PartitionProducers:
     def to_json(self, offset: int) -> dict[str, Any]:
         return {"version": SNAPSHOT_VERSION, "offset": offset, "producers": {
             str(pid): {"epoch": e.epoch, "last_timestamp": e.last_timestamp,
-                       "batches": [list(b) for b in e.batches]}
-            for pid, e in self.producers.items()}}
+                       "batches": [list(b) for b in e.batches], "txn_first": e.txn_first,
+                       "coordinator_epoch": e.coordinator_epoch}
+            for pid, e in self.producers.items()},
+            "aborted": [list(a) for a in self.aborted]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], log_end: int,
@@ -219,13 +295,26 @@ class PartitionProducers:
         ``snapshot_time`` (the snapshot file's time: the producer is then
         forgotten no sooner than expiration after the snapshot was written)."""
         out = cls()
+        reopened: dict[int, int] = {}  # aborts whose marker the crash took
+        for pid, first, last in data.get("aborted", ()):
+            if last < log_end:
+                out.aborted.append((pid, first, last))
+            elif first < log_end:
+                reopened[pid] = first
         for pid, raw in data.get("producers", {}).items():
             entry = _Entry(int(raw["epoch"]))
             for first, last, base, append_time in raw["batches"]:
                 if base < log_end:
                     entry.batches.append((first, last, base, append_time))
-            if not entry.batches:
+            txn_first = reopened.pop(int(pid), int(raw.get("txn_first", -1)))
+            if txn_first >= log_end:
+                txn_first = -1
+            if not entry.batches and txn_first < 0:
                 continue
+            entry.txn_first = txn_first
+            entry.coordinator_epoch = int(raw.get("coordinator_epoch", -1))
+            if txn_first >= 0:
+                out.ongoing[int(pid)] = txn_first
             stamp = raw.get("last_timestamp")
             if stamp is None:  # version 1
                 _, _, base, append_time = entry.batches[-1]
@@ -291,13 +380,19 @@ def _replay(lg: Log, producers: PartitionProducers, start: int) -> int:
         mapped = MappedSegment(segment.log_path, max_bytes=segment.size)
         try:
             for _, b in mapped.batches():
-                if b.last_offset < start or b.producer_id < 0 or b.is_control:
+                if b.last_offset < start or b.producer_id < 0:
+                    continue
+                if b.is_control:  # a transaction marker ends the producer's transaction
+                    marker = marker_of(b)
+                    if marker is not None:
+                        producers.record_marker(b.producer_id, b.producer_epoch, b.base_offset,
+                                                marker[0], marker[1], b.max_timestamp)
                     continue
                 last = (b.base_sequence + b.last_offset_delta) % SEQ_MOD
                 append_time = b.max_timestamp if b.attributes & LOG_APPEND_TIME_FLAG else -1
                 producers.record(ProducerBatch(b.producer_id, b.producer_epoch,
                                                b.base_sequence, last), b.base_offset,
-                                 append_time, b.max_timestamp)
+                                 append_time, b.max_timestamp, b.is_transactional)
                 count += 1
             if mapped.error is not None:  # recovery truncated torn tails already
                 log.warning("producer state replay stopped early: %s", mapped.error)
@@ -336,7 +431,8 @@ def load(lg: Log) -> PartitionProducers | None:
         replayed = _replay(lg, producers, start)
         log.info("%s: producer state from offset %d, %d batches replayed", lg.dir.name,
                  start, replayed)
-    return producers if producers.producers else None
+    producers.trim_aborted(lg.log_start_offset)
+    return producers if producers.producers or producers.aborted else None
 
 
 class ProducerIds:

@@ -31,6 +31,8 @@ from pylog.protocol import (
     encode_response,
 )
 from pylog.server import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -51,6 +53,7 @@ from pylog.server import (
     describe_producers,
     describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     get_telemetry_subscriptions,
@@ -71,6 +74,7 @@ from pylog.server import (
     produce,
     push_telemetry,
     sync_group,
+    txn_offset_commit,
     unsupported,
 )
 
@@ -85,8 +89,9 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
                    describe_configs, create_partitions, alter_configs,
                    incremental_alter_configs, describe_log_dirs, delete_records,
                    get_telemetry_subscriptions, push_telemetry,
-                   # producers and transactions (none can be open here)
+                   # producers and transactions (pylog.coordinator.transactions)
                    describe_producers, list_transactions, describe_transactions,
+                   add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit,
                    # cluster admin that one node answers
                    describe_acls, create_acls, delete_acls, elect_leaders,
                    list_partition_reassignments, alter_partition_reassignments,

@@ -51,6 +51,8 @@ SPEC_VERSIONS = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3), ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3), ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
@@ -66,7 +68,7 @@ def test_api_versions_lists_only_implemented(broker) -> None:
             assert keys[key] == versions, key
         # Other APIs (group and transaction ones) are advertised only by the
         # modules that implement them.
-        assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.ADD_PARTITIONS_TO_TXN not in keys
+        assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.WRITE_TXN_MARKERS not in keys
 
 
 def test_unknown_api_versions_version_gets_unsupported_version(broker) -> None:
@@ -636,9 +638,10 @@ def test_compressed_batches_are_checked_inside(broker, topic) -> None:
 
 def test_batches_kafka_refuses_before_the_log(broker, topic) -> None:
     """As Kafka's ProduceRequest.validateRecords and LogValidator: no batch at
-    all, an idempotent batch without a sequence, a transactional batch (no
-    transaction can be open here) and a client's LogAppendTime batch are each
-    refused with Kafka's error, and nothing is appended."""
+    all, an idempotent batch without a sequence, a transactional batch whose
+    producer has no transaction with the partition in it, and a client's
+    LogAppendTime batch are each refused with Kafka's error, and nothing is
+    appended."""
     with RawClient(broker.bootstrap) as c:
         metadata(c, topic)
         cases = [(b"", ErrorCode.INVALID_RECORD, "at least one record batch"),
@@ -646,7 +649,7 @@ def test_batches_kafka_refuses_before_the_log(broker, topic) -> None:
                  (batch(producer_id=7, producer_epoch=0, base_sequence=-1),
                   ErrorCode.INVALID_RECORD, "Invalid sequence number -1"),
                  (batch(producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True),
-                  ErrorCode.INVALID_TXN_STATE, "no transactions"),
+                  ErrorCode.INVALID_TXN_STATE, "not in an ongoing transaction"),
                  (batch(timestamp_type=1), ErrorCode.INVALID_TIMESTAMP, "LogAppendTime")]
         for records, code, text in cases:
             p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, records)))

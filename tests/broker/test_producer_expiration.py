@@ -273,11 +273,13 @@ def test_version_1_snapshot_still_loads(start_broker, tmp_path) -> None:
         assert producers(c, topic) == {ghost: (2, 2, snapshot_time)}
         assert producers(c, appended) == {pid2: (0, 0, append_time)}
     assert b2.stop() == 0
-    # written again at the clean stop: version 2, the expired producer left out
+    # written again at the clean stop: version 3, the expired producer left out
     data2 = json.loads((data / f"{topic}-0" / f"{4:020d}.snapshot").read_text())
-    assert data2["version"] == 2
+    assert data2["version"] == 3
     assert data2["producers"] == {str(ghost): {
-        "epoch": 2, "last_timestamp": snapshot_time, "batches": [[0, 2, 0, -1]]}}
+        "epoch": 2, "last_timestamp": snapshot_time, "batches": [[0, 2, 0, -1]],
+        "txn_first": -1, "coordinator_epoch": -1}}
+    assert data2["aborted"] == []
 
 
 @pytest.mark.parametrize("restart", ["sigterm", "kill-9"])

@@ -1,0 +1,32 @@
+"""AddOffsetsToTxn: a group's offsets partition joins a producer's transaction.
+
+As Kafka: the partition of ``__consumer_offsets`` that holds the group
+(created if the topic is not there yet) is added to the transaction like
+any other, so the offsets a TxnOffsetCommit writes there count only at the
+transaction's COMMIT marker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.add_partitions_to_txn import old_fenced
+from pylog.server.topics import TopicError
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
+VERSIONS = (0, 3)
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    try:
+        partition = broker.groups.store.ensure_group(body.group_id)
+    except TopicError:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    code = broker.txns.add_partitions(body.transactional_id, body.producer_id,
+                                      body.producer_epoch, [(OFFSETS_TOPIC, partition)])
+    return {"throttle_time_ms": 0, "error_code": old_fenced(code, header.api_version)}

@@ -1,0 +1,25 @@
+"""EndTxn: commit or abort a producer's transaction (v0-3).
+
+The coordinator writes PrepareCommit/PrepareAbort, the markers into every
+partition of the transaction, then CompleteCommit/CompleteAbort, and this
+answers after the last step (:mod:`pylog.coordinator.transactions`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.protocol import ApiKey
+from pylog.server.add_partitions_to_txn import old_fenced
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.END_TXN
+VERSIONS = (0, 3)
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    code = broker.txns.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
+                               body.committed)
+    return {"throttle_time_ms": 0, "error_code": old_fenced(code, header.api_version)}
