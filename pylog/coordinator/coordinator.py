@@ -762,13 +762,10 @@ class GroupCoordinator:
 
     # -- offsets -----------------------------------------------------------------
 
-    def commit_offsets(self, group_id: str, generation: int, member_id: str,
-                       instance_id: str | None, commits: list[OffsetCommit],
-                       retention_ms: int = -1) -> dict[TopicPartition, int]:
-        # As KafkaApis.handleOffsetCommitRequest: partitions that do not exist
-        # are answered UNKNOWN_TOPIC_OR_PARTITION before the group is asked
-        # anything (who asks, which generation), and a request naming only
-        # such partitions never reaches the group (nor creates it).
+    def _split_known(self, commits: list[OffsetCommit]
+                     ) -> tuple[list[OffsetCommit], dict[TopicPartition, int]]:
+        """The commits of existing partitions, and UNKNOWN_TOPIC_OR_PARTITION
+        for the others."""
         unknown: dict[TopicPartition, int] = {}
         known: list[OffsetCommit] = []
         for c in commits:
@@ -777,6 +774,16 @@ class GroupCoordinator:
                 unknown[(c.topic, c.partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(c)
+        return known, unknown
+
+    def commit_offsets(self, group_id: str, generation: int, member_id: str,
+                       instance_id: str | None, commits: list[OffsetCommit],
+                       retention_ms: int = -1) -> dict[TopicPartition, int]:
+        # As KafkaApis.handleOffsetCommitRequest: partitions that do not exist
+        # are answered UNKNOWN_TOPIC_OR_PARTITION before the group is asked
+        # anything (who asks, which generation), and a request naming only
+        # such partitions never reaches the group (nor creates it).
+        known, unknown = self._split_known(commits)
         if not known:
             return unknown
         errors = self._commit_known(group_id, generation, member_id, instance_id, known,
@@ -825,14 +832,7 @@ class GroupCoordinator:
         written to the group's partition in the producer's transaction and
         count once its COMMIT marker is written there (:meth:`complete_txn`).
         The caller has checked the producer against its transaction."""
-        unknown: dict[TopicPartition, int] = {}
-        known: list[OffsetCommit] = []
-        for c in commits:
-            topic = self.topics.get(c.topic)
-            if topic is None or not 0 <= c.partition < topic.partitions:
-                unknown[(c.topic, c.partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                known.append(c)
+        known, unknown = self._split_known(commits)
         if not known:
             return unknown
         group = self.groups.get(group_id)
