@@ -223,6 +223,7 @@ class GroupCoordinator:
         after Kafka re-creates the topic and loads its empty partitions.
         Returns how many groups were unloaded."""
         groups, self.groups = self.groups, {}
+        self.pending_txn.clear()  # their records went with the topic
         now = self.time_ms()
         for group in groups.values():
             log.info("unloading group %s with generation %d: %s was deleted",

@@ -88,6 +88,7 @@ class Broker:
                 if state.producers or state.aborted:
                     self._producers[tp] = state
                 lg.first_unstable_offset = state.first_unstable_offset()
+        self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended now (markers need the producer
         # state above).
@@ -96,7 +97,6 @@ class Broker:
         self.txns.load()
         self.txns.complete_prepared()
         self.verify_txn_partitions: bool = config["transaction.partition.verification.enable"]
-        self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self.router = RequestRouter(self)
         # Disk work that must not stall the loop: fsyncs, cold-cache reads.
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
