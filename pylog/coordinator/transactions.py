@@ -48,6 +48,7 @@ from pylog.coordinator.txn_log import (
 from pylog.protocol import ErrorCode
 
 if TYPE_CHECKING:
+    from pylog.server.config import BrokerConfig
     from pylog.server.producer_state import ProducerIds
     from pylog.server.topics import TopicRegistry
 
@@ -73,7 +74,7 @@ class TxnConfig:
     segment_bytes: int = 104_857_600
 
     @classmethod
-    def from_broker(cls, cfg) -> TxnConfig:  # noqa: ANN001 (BrokerConfig)
+    def from_broker(cls, cfg: BrokerConfig) -> TxnConfig:
         return cls(cfg["transaction.max.timeout.ms"], cfg["transactional.id.expiration.ms"],
                    cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                    cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],

@@ -186,7 +186,12 @@ class Broker:
                         partition, error.name)
             return
         now = time.time_ns() // 1_000_000
-        result = lg.append(marker_batch(producer_id, producer_epoch, commit, 0, now))
+        try:
+            result = lg.append(marker_batch(producer_id, producer_epoch, commit, 0, now))
+        except OSError as exc:  # as a produce append: the dir goes offline
+            self.logs.failures.fail(f"Error while appending a transaction marker to "
+                                    f"{topic}-{partition} in dir {self.logs.dir}", exc)
+            raise
         state.record_marker(producer_id, producer_epoch, result.base_offset, commit, 0, now)
         lg.first_unstable_offset = state.first_unstable_offset()
         self.notify_append(topic, partition)
@@ -248,13 +253,14 @@ class Broker:
         if interval > 0:
             self._tasks.append(asyncio.get_running_loop().create_task(
                 self._snapshot_every(interval / 1000)))
-        # Kafka's PeriodicProducerExpirationCheck (first run one interval in).
-        self._tasks.append(asyncio.get_running_loop().create_task(self._expire_every(
-            self.config["producer.id.expiration.check.interval.ms"] / 1000)))
-        # The transaction coordinator's two periodic jobs.
+        # Kafka's PeriodicProducerExpirationCheck and the transaction
+        # coordinator's two periodic jobs (each first runs one interval in).
         txn = self.txns.config
-        for job, every_ms in ((self.txns.abort_timed_out, txn.abort_interval_ms),
-                              (self.txns.remove_expired, txn.remove_interval_ms)):
+        for job, every_ms in (
+                (self.remove_expired_producers,
+                 self.config["producer.id.expiration.check.interval.ms"]),
+                (self.txns.abort_timed_out, txn.abort_interval_ms),
+                (self.txns.remove_expired, txn.remove_interval_ms)):
             self._tasks.append(asyncio.get_running_loop().create_task(
                 _every(job, every_ms / 1000)))
 
@@ -329,14 +335,6 @@ class Broker:
             await asyncio.sleep(interval_s)
             await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
                                        self._snapshot_jobs())
-
-    async def _expire_every(self, interval_s: float) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.remove_expired_producers()
-            except Exception:  # never end the periodic check
-                log.exception("producer id expiration check failed")
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         """Kafka's ``UnifiedLog.removeExpiredProducers`` on every partition (on
