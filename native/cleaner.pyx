@@ -5,12 +5,7 @@ cleaner (``pylog/log/cleaner.py``) uses them:
 
 1. :class:`OffsetMap` is filled from the dirty part of a log
    (:meth:`OffsetMap.add_batches`): for every keyed record, the hash of its
-   key -> its offset, the later offset winning.  Records written in
-   transactions are left out of the map: one of an aborted transaction must
-   not remove the committed value before it (Kafka drops aborted records
-   first; pylog keeps them, and a read_committed consumer skips them), so a
-   transactional record never removes another one, though a later plain
-   record still removes it.  A key is stored as 128 bits
+   key -> its offset, the later offset winning.  A key is stored as 128 bits
    of hash (two seeds of MurmurHash64A; Kafka keeps 16 bytes of MD5), so
    memory is 24 bytes a key, bounded by ``log.cleaner.dedupe.buffer.size``.
    The table starts small and doubles as keys arrive: a log with few keys
@@ -27,8 +22,7 @@ cleaner (``pylog/log/cleaner.py``) uses them:
    range do not move), the count, length, max timestamp (CreateTime) and
    CRC are new.  Records keep their offset and timestamp deltas, which stay
    valid against the unchanged base values.  A compressed batch is
-   decompressed, filtered and compressed again with its own codec.  Control
-   batches are copied as they are.
+   decompressed, filtered and compressed again with its own codec.
 3. **Delete horizons** (KIP-534, Kafka's ``MemoryRecords.filterTo``): the
    first clean that keeps a tombstone in a batch without a horizon rebuilds
    that batch with one: attribute bit 6 set and the base timestamp replaced
@@ -37,6 +31,22 @@ cleaner (``pylog/log/cleaner.py``) uses them:
    change.  Tombstones of a batch whose horizon has passed are dropped by
    the next clean.  So a tombstone lives ``delete.retention.ms`` from the
    clean that first saw it, however quiet the log.
+4. **Transactions** (Kafka's ``CleanedTransactionMetadata``), when the map
+   and the filter are given a :class:`TxnRanges`: a scan of the log's batch
+   headers from its start, which finds each transaction's batches and the
+   COMMIT or ABORT marker that ends it.  A committed transaction's records
+   count as plain ones (mapped, kept or removed by key); an aborted one's
+   batches are dropped whole and never mapped; a transaction whose marker
+   is not in the scanned part is undecided: its records stay out of the
+   map (an abort must not remove the value before them) and go only when a
+   later record has their key.  A COMMIT marker stays while any batch of
+   its transaction keeps records; after that it is given a delete horizon
+   as a tombstone's batch is, and dropped by the first clean after it.
+   ABORT markers stay: the partition's list of aborted transactions (what
+   a read_committed fetch is told to skip) outlives the records, and a
+   consumer told of an aborted transaction needs its marker to stop
+   skipping the producer.  Without a :class:`TxnRanges` every
+   transaction is undecided and every marker stays.
 
 Uncompressed batches are processed with the GIL released; a compressed one
 takes it back for the codec call only.  No Python object is made per record.
@@ -47,7 +57,7 @@ from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memmove
 
 from batch_layout cimport *
@@ -185,6 +195,259 @@ cdef inline int _batch_at(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos)
     return <int>(blen + LOG_OVERHEAD)
 
 
+# -- transactions: which batches a clean may drop ------------------------------
+
+# What a batch's transaction came to (_txn_of)
+cdef enum:
+    TXN_NONE = 0       # not in a transaction
+    TXN_UNDECIDED = 1  # no marker in the scanned part (or no scan)
+    TXN_COMMITTED = 2
+    TXN_ABORTED = 3
+
+# Control record types (Kafka's ControlRecordType): the key's second int16
+cdef enum:
+    CONTROL_ABORT = 0
+    CONTROL_COMMIT = 1
+
+
+# One ended transaction of one producer in the scanned part of a log.
+cdef struct txn_range:
+    int64_t pid
+    int64_t first     # offset of its first batch
+    int64_t last      # offset of its marker
+    uint8_t commit
+    uint8_t retained  # (RecordFilter) a batch of it kept records in this clean
+
+
+cdef int _control_type(const uint8_t *b, int size) noexcept nogil:
+    """The type of the control record of an uncompressed control batch, -1
+    when it has none that reads (a compressed one is not read)."""
+    cdef const uint8_t *p = b + HEADER_SIZE
+    cdef record_view r
+    if rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK or <int32_t>rd32(b + OFF_RECORD_COUNT) < 1:
+        return -1
+    if _next_record(&p, b + size, &r) or r.key_length < 4:
+        return -1
+    return <int16_t>rd16(r.key + 2)
+
+
+cdef int _range_cmp(const void *a, const void *b) noexcept nogil:
+    cdef const txn_range *x = <const txn_range *>a
+    cdef const txn_range *y = <const txn_range *>b
+    if x.pid != y.pid:
+        return -1 if x.pid < y.pid else 1
+    return -1 if x.first < y.first else (1 if x.first > y.first else 0)
+
+
+cdef txn_range *_find_range(txn_range *ranges, Py_ssize_t n, int64_t pid,
+                            int64_t offset) noexcept nogil:
+    """The range of ``pid`` holding ``offset`` (first <= offset <= last) in
+    ranges sorted by (pid, first), or NULL."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:  # the first range past (pid, offset)
+        mid = (lo + hi) >> 1
+        if ranges[mid].pid < pid or (ranges[mid].pid == pid and ranges[mid].first <= offset):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return NULL
+    lo -= 1
+    if ranges[lo].pid == pid and ranges[lo].last >= offset:
+        return &ranges[lo]
+    return NULL
+
+
+cdef inline int _txn_of(txn_range *ranges, Py_ssize_t n, const uint8_t *b,
+                        txn_range **found) noexcept nogil:
+    """What the transaction of batch ``b`` came to; its range in ``found``."""
+    found[0] = NULL
+    if not (rd16(b + OFF_ATTRIBUTES) & ATTR_TRANSACTIONAL):
+        return TXN_NONE
+    found[0] = _find_range(ranges, n, <int64_t>rd64(b + OFF_PRODUCER_ID), <int64_t>rd64(b))
+    if found[0] == NULL:
+        return TXN_UNDECIDED
+    return TXN_COMMITTED if found[0].commit else TXN_ABORTED
+
+
+@cython.final
+cdef class TxnRanges:
+    """The ended transactions of a log, from a scan of its batch headers in
+    offset order (:meth:`scan`, then :meth:`done`): for each, the producer,
+    the offset of its first batch and of its marker, and whether it
+    committed.  A producer's transaction opens at its first transactional
+    batch and ends at its next marker; a marker with no batch before it
+    (its records gone in an earlier clean, or none written here) makes no
+    range.  The producers with a transaction still open are kept in a small
+    open-addressing table."""
+
+    cdef txn_range *ranges
+    cdef Py_ssize_t n
+    cdef Py_ssize_t cap
+    # producer id -> first offset of its open transaction; pid -1 is a free slot
+    cdef int64_t *open_pid
+    cdef int64_t *open_first
+    cdef Py_ssize_t open_slots
+    cdef Py_ssize_t open_used
+    cdef readonly bint sorted
+
+    def __cinit__(self):
+        self.ranges = NULL
+        self.n = self.cap = 0
+        self.open_slots = 16
+        self.open_used = 0
+        self.open_pid = <int64_t *>malloc(16 * sizeof(int64_t))
+        self.open_first = <int64_t *>malloc(16 * sizeof(int64_t))
+        cdef int i
+        if self.open_pid == NULL or self.open_first == NULL:
+            raise MemoryError()
+        for i in range(16):
+            self.open_pid[i] = -1
+
+    def __dealloc__(self):
+        free(self.ranges)
+        free(self.open_pid)
+        free(self.open_first)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def open(self) -> int:
+        """Producers whose transaction has no marker in the scanned part."""
+        return self.open_used
+
+    cdef Py_ssize_t _slot(self, int64_t pid) noexcept nogil:
+        """The slot of ``pid``, or the free one where it would go."""
+        cdef Py_ssize_t mask = self.open_slots - 1
+        cdef Py_ssize_t i = <Py_ssize_t>((<uint64_t>pid * 0x9E3779B97F4A7C15ULL) >> 32) & mask
+        while self.open_pid[i] != -1 and self.open_pid[i] != pid:
+            i = (i + 1) & mask
+        return i
+
+    cdef int _open_grow(self) noexcept nogil:
+        cdef Py_ssize_t old_n = self.open_slots, i, j
+        cdef int64_t *old_pid = self.open_pid
+        cdef int64_t *old_first = self.open_first
+        cdef int64_t *pids = <int64_t *>malloc(2 * old_n * sizeof(int64_t))
+        cdef int64_t *firsts = <int64_t *>malloc(2 * old_n * sizeof(int64_t))
+        if pids == NULL or firsts == NULL:
+            free(pids)
+            free(firsts)
+            return -1
+        for i in range(2 * old_n):
+            pids[i] = -1
+        self.open_pid, self.open_first, self.open_slots = pids, firsts, 2 * old_n
+        for i in range(old_n):
+            if old_pid[i] != -1:
+                j = self._slot(old_pid[i])
+                pids[j], firsts[j] = old_pid[i], old_first[i]
+        free(old_pid)
+        free(old_first)
+        return 0
+
+    cdef void _close(self, Py_ssize_t i) noexcept nogil:
+        """Free slot ``i``, moving later entries of its probe run back (no
+        tombstones: lookups stop at the first free slot)."""
+        cdef Py_ssize_t mask = self.open_slots - 1, j = i, home
+        self.open_used -= 1
+        while True:
+            self.open_pid[i] = -1
+            while True:
+                j = (j + 1) & mask
+                if self.open_pid[j] == -1:
+                    return
+                home = <Py_ssize_t>((<uint64_t>self.open_pid[j] * 0x9E3779B97F4A7C15ULL)
+                                    >> 32) & mask
+                # Stays unless its home lies cyclically in (i, j].
+                if (i <= j and (home <= i or home > j)) or (i > j and home <= i and home > j):
+                    break
+            self.open_pid[i], self.open_first[i] = self.open_pid[j], self.open_first[j]
+            i = j
+
+    cdef int _batch(self, const uint8_t *b, int size) noexcept nogil:
+        cdef int64_t pid = <int64_t>rd64(b + OFF_PRODUCER_ID)
+        cdef Py_ssize_t i = self._slot(pid), cap
+        cdef int kind
+        cdef txn_range *grown
+        if not (rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL):
+            if self.open_pid[i] == -1:  # a transaction opens
+                if (self.open_used + 1) * 2 > self.open_slots:
+                    if self._open_grow():
+                        return RUN_NOMEM
+                    i = self._slot(pid)
+                self.open_pid[i], self.open_first[i] = pid, <int64_t>rd64(b)
+                self.open_used += 1
+            return RUN_END
+        kind = _control_type(b, size)
+        if self.open_pid[i] == -1 or (kind != CONTROL_ABORT and kind != CONTROL_COMMIT):
+            return RUN_END
+        if self.n == self.cap:
+            cap = max(64, self.cap * 2)
+            grown = <txn_range *>realloc(self.ranges, cap * sizeof(txn_range))
+            if grown == NULL:
+                return RUN_NOMEM
+            self.ranges, self.cap = grown, cap
+        self.ranges[self.n] = txn_range(pid, self.open_first[i], <int64_t>rd64(b),
+                                        kind == CONTROL_COMMIT, 0)
+        self.n += 1
+        self._close(i)
+        return RUN_END
+
+    cdef int _scan(self, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
+                   Py_ssize_t end, int64_t stop_offset) noexcept nogil:
+        cdef int size, rc
+        cdef const uint8_t *b
+        while pos[0] < end:
+            size = _batch_at(buf, buflen, pos[0])
+            if size < 0:
+                return RUN_CORRUPT
+            b = buf + pos[0]
+            if <int64_t>rd64(b) >= stop_offset:
+                return RUN_END
+            if rd16(b + OFF_ATTRIBUTES) & ATTR_TRANSACTIONAL:
+                rc = self._batch(b, size)
+                if rc != RUN_END:
+                    return rc
+            pos[0] += size
+        return RUN_END
+
+    def scan(self, buf, Py_ssize_t start, Py_ssize_t end,
+             int64_t stop_offset=0x7FFFFFFFFFFFFFFF) -> int:
+        """Read the headers of the batches starting in ``buf[start:end)``
+        and based below ``stop_offset``, after those of every earlier call
+        (offset order); returns the position reached."""
+        cdef Py_buffer view
+        cdef Py_ssize_t pos = start
+        cdef int rc
+        if self.sorted:
+            raise ValueError("scan after done()")
+        _get_buffer(buf, &view)
+        try:
+            if start < 0 or end > view.len:
+                raise ValueError(f"window [{start}, {end}) outside a buffer of {view.len}")
+            with nogil:
+                rc = self._scan(<const uint8_t *>view.buf, view.len, &pos, end, stop_offset)
+        finally:
+            PyBuffer_Release(&view)
+        _check_rc(rc, pos)
+        return pos
+
+    def done(self) -> None:
+        """End the scan: the ranges are sorted for lookups."""
+        if not self.sorted:
+            qsort(self.ranges, self.n, sizeof(txn_range), _range_cmp)
+            self.sorted = True
+
+    def lookup(self, int64_t producer_id, int64_t offset) -> str:
+        """'committed', 'aborted' or 'undecided': the transaction of
+        ``producer_id`` that holds ``offset`` (for tests and tools)."""
+        cdef txn_range *r
+        if not self.sorted:
+            raise ValueError("lookup before done()")
+        r = _find_range(self.ranges, self.n, producer_id, offset)
+        return "undecided" if r == NULL else ("committed" if r.commit else "aborted")
+
 @cython.final
 cdef class OffsetMap:
     """Key -> latest offset, in at most ``memory`` bytes (24 a key).
@@ -201,6 +464,9 @@ cdef class OffsetMap:
     cdef Py_ssize_t used
     cdef Py_ssize_t _capacity
     cdef readonly int64_t latest_offset
+    # The transactions of the add_batches call in progress (NULL: none known)
+    cdef txn_range *txns
+    cdef Py_ssize_t ntxns
 
     def __cinit__(self, Py_ssize_t memory, double load_factor=0.9,
                   Py_ssize_t initial_slots=4096):
@@ -337,6 +603,15 @@ cdef class OffsetMap:
                     return RUN_NOMEM
         return RUN_END
 
+    cdef inline bint _mapped(self, const uint8_t *b) noexcept nogil:
+        """Whether the keys of batch ``b`` go in the map: a plain batch or one
+        of a committed transaction (never a marker, an aborted or undecided
+        transaction's batch)."""
+        cdef txn_range *found
+        if rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL:
+            return False
+        return _txn_of(self.txns, self.ntxns, b, &found) in (TXN_NONE, TXN_COMMITTED)
+
     cdef int _map_run(self, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
                       Py_ssize_t end, int64_t stop_offset) noexcept nogil:
         """Map uncompressed batches from pos[0] until one that needs the GIL,
@@ -353,7 +628,7 @@ cdef class OffsetMap:
             base = <int64_t>rd64(b)
             if base >= stop_offset:
                 return RUN_END
-            if not (rd16(b + OFF_ATTRIBUTES) & (ATTR_CONTROL | ATTR_TRANSACTIONAL)):
+            if self._mapped(b):
                 count = <int32_t>rd32(b + OFF_RECORD_COUNT)
                 if count < 0:
                     return RUN_CORRUPT
@@ -369,16 +644,21 @@ cdef class OffsetMap:
         return RUN_END
 
     def add_batches(self, buf, Py_ssize_t start, Py_ssize_t end,
-                    int64_t stop_offset=0x7FFFFFFFFFFFFFFF) -> tuple:
+                    int64_t stop_offset=0x7FFFFFFFFFFFFFFF, TxnRanges txns=None) -> tuple:
         """Map the keys of the batches starting in ``buf[start:end)`` (whole
         batches: the last may run past ``end``) whose base offset is below
-        ``stop_offset``.  Returns (position reached, full): ``full`` when the
-        batch at that position would not fit in the map."""
+        ``stop_offset``; with ``txns`` (scanned, done), those of committed
+        transactions too.  Returns (position reached, full): ``full`` when
+        the batch at that position would not fit in the map."""
         cdef Py_buffer view
         cdef Py_ssize_t pos = start
         cdef int rc = RUN_END
         cdef const uint8_t *b
         cdef int32_t count
+        if txns is not None and not txns.sorted:
+            raise ValueError("transactions not done()")
+        if txns is not None:
+            self.txns, self.ntxns = txns.ranges, txns.n
         _get_buffer(buf, &view)
         try:
             if start < 0 or end > view.len:
@@ -401,6 +681,7 @@ cdef class OffsetMap:
                 pos += _batch_at(<const uint8_t *>view.buf, view.len, pos)
         finally:
             PyBuffer_Release(&view)
+            self.txns, self.ntxns = NULL, 0
         _check_rc(rc, pos)
         return pos, rc == RUN_FULL
 
@@ -444,9 +725,16 @@ cdef class RecordFilter:
     cdef readonly int64_t max_timestamp
     # Batches given a delete horizon (they kept tombstones and had none).
     cdef readonly int64_t horizons_set
+    # Aborted transactions' batches dropped, COMMIT markers dropped.
+    cdef readonly int64_t aborted_batches_removed
+    cdef readonly int64_t markers_removed
     # The clean's time, and the horizon it stamps: set by run().
     cdef int64_t now_ms
     cdef int64_t horizon_ms
+    # The transactions of the run in progress (see TxnRanges; NULL: none known)
+    cdef bint txn_aware
+    cdef txn_range *txns
+    cdef Py_ssize_t ntxns
 
     def __cinit__(self):
         self.out = NULL
@@ -613,14 +901,53 @@ cdef class RecordFilter:
         if ts > self.max_timestamp:
             self.max_timestamp = ts
 
+    cdef int _marker(self, const uint8_t *b, int size, txn_range *txn) noexcept nogil:
+        """A control batch (room for it reserved): copied, except a COMMIT
+        marker none of whose transaction's batches kept records (``txn``
+        NULL: none read in this clean), which is dropped once its delete
+        horizon has passed, and given one when it has none."""
+        cdef const uint8_t *p = b + HEADER_SIZE
+        cdef record_view r
+        cdef int64_t ts, max_ts = -1, base_ts = <int64_t>rd64(b + OFF_BASE_TIMESTAMP)
+        cdef int32_t count = <int32_t>rd32(b + OFF_RECORD_COUNT), k
+        cdef Py_ssize_t at = self.out_len
+        cdef int rc
+        if (not self.txn_aware or (txn != NULL and txn.retained)
+                or _control_type(b, size) != CONTROL_COMMIT):
+            self._copied(b, size)
+            return RUN_END
+        if rd16(b + OFF_ATTRIBUTES) & ATTR_DELETE_HORIZON:
+            if self.now_ms >= base_ts:
+                self.markers_removed += 1
+            else:
+                self._copied(b, size)
+            return RUN_END
+        # The first clean to find it removable: rebuilt on a delete horizon.
+        memcpy(self.out + at, b, size)
+        self.out_len = at + size
+        for k in range(count):
+            if _next_record(&p, b + size, &r):
+                self.out_len = at
+                return RUN_CORRUPT
+            ts = <int64_t>(<uint64_t>base_ts + <uint64_t>r.ts_delta)
+            if ts > max_ts:
+                max_ts = ts
+        rc = self._stamp_horizon(b, at + HEADER_SIZE, count)
+        if rc != RUN_END:
+            self.out_len = at
+            return rc
+        self._finish_header(b, at, count, max_ts, True)
+        return RUN_END
+
     cdef int _run(self, OffsetMap m, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
                   Py_ssize_t end, Py_ssize_t out_limit) noexcept nogil:
-        cdef int size, rc
+        cdef int size, rc, kind
         cdef const uint8_t *b
         cdef int32_t count, kept, nulls
         cdef int64_t max_ts
         cdef Py_ssize_t at
         cdef bint stamp
+        cdef txn_range *txn
         while pos[0] < end:
             if self.out_len >= out_limit:
                 return RUN_LIMIT
@@ -633,8 +960,14 @@ cdef class RecordFilter:
                 return RUN_CORRUPT
             if self._reserve(size):
                 return RUN_NOMEM
+            kind = _txn_of(self.txns, self.ntxns, b, &txn)
             if rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL:
-                self._copied(b, size)
+                rc = self._marker(b, size, txn)
+                if rc != RUN_END:
+                    return rc
+            elif kind == TXN_ABORTED:
+                self.aborted_batches_removed += 1
+                self.records_read += count
             elif rd16(b + OFF_ATTRIBUTES) & ATTR_COMPRESSION_MASK:
                 return RUN_COMPRESSED
             else:
@@ -652,6 +985,8 @@ cdef class RecordFilter:
                     self._finish_header(b, at, kept, max_ts, stamp)
                 elif rc != RUN_END:
                     return rc
+                if kept and txn != NULL:
+                    txn.retained = 1
                 self.records_read += count
                 self.records_kept += kept
             self.batches_read += 1
@@ -668,6 +1003,7 @@ cdef class RecordFilter:
         cdef Py_ssize_t at = self.out_len, start
         cdef int rc
         cdef bint stamp
+        cdef txn_range *txn
         inflated = _inflate(b, size, pos)
         if self._reserve(HEADER_SIZE + len(inflated)):
             raise MemoryError()
@@ -693,6 +1029,8 @@ cdef class RecordFilter:
             memcpy(self.out + start, <const uint8_t *>(<bytes>packed), len(packed))
             self.out_len = start + len(packed)
             self._finish_header(b, at, kept, max_ts, stamp)
+        if kept and _txn_of(self.txns, self.ntxns, b, &txn) == TXN_COMMITTED:
+            txn.retained = 1
         self.records_read += count
         self.records_kept += kept
         self.batches_read += 1
@@ -700,19 +1038,28 @@ cdef class RecordFilter:
         return 0
 
     def run(self, OffsetMap offsets, buf, Py_ssize_t start, Py_ssize_t end,
-            int64_t now_ms, int64_t horizon_ms, Py_ssize_t out_limit=1 << 62) -> int:
+            int64_t now_ms, int64_t horizon_ms, Py_ssize_t out_limit=1 << 62,
+            TxnRanges txns=None) -> int:
         """Filter the batches starting in ``buf[start:end)`` (the last may run
         past ``end``) into the output; stops early once :attr:`pending`
         reaches ``out_limit``.  Returns the position reached.  ``now_ms``: the
         clean's time, against which batches' delete horizons are read;
         ``horizon_ms``: the horizon given to batches that keep tombstones and
-        have none (``now_ms`` plus ``delete.retention.ms``)."""
+        have none (``now_ms`` plus ``delete.retention.ms``); ``txns``: the
+        log's transactions, scanned from its start past ``buf`` (one object
+        for the whole clean, fed the log in offset order: it notes which
+        transactions kept records for their markers)."""
         cdef Py_buffer view
         cdef Py_ssize_t pos = start
         cdef int rc = RUN_END, size
         if horizon_ms < now_ms:
             raise ValueError(f"delete horizon {horizon_ms} before the clean's time {now_ms}")
+        if txns is not None and not txns.sorted:
+            raise ValueError("transactions not done()")
         self.now_ms, self.horizon_ms = now_ms, horizon_ms
+        self.txn_aware = txns is not None
+        if txns is not None:
+            self.txns, self.ntxns = txns.ranges, txns.n
         _get_buffer(buf, &view)
         try:
             if start < 0 or end > view.len:
@@ -728,5 +1075,6 @@ cdef class RecordFilter:
                 pos += size
         finally:
             PyBuffer_Release(&view)
+            self.txns, self.ntxns = NULL, 0
         _check_rc(rc, pos)
         return pos

@@ -19,41 +19,59 @@ import subprocess
 import sys
 
 import pytest
-from pylog._native.cleaner import OffsetMap, RecordFilter
+from pylog._native.cleaner import OffsetMap, RecordFilter, TxnRanges
 
 from pylog.records import BatchBuilder, read_batches, validate
 
 SLOT = 24  # bytes a key in the map
-CONTROL_KEY = b"\x00\x00\x00\x01"  # version 0, COMMIT
+COMMIT_KEY = b"\x00\x00\x00\x01"  # ControlRecordType: version 0, COMMIT
+ABORT_KEY = b"\x00\x00\x00\x00"  # version 0, ABORT
 CONTROL_VALUE = b"\x00\x00\x00\x00\x00\x00"
 NOW = 1_800_000_000_000  # the clean's time; the vectors' horizons lie within 1 s of it
 RETENTION = 5_000  # delete.retention.ms: the horizon a clean stamps is NOW + this
+TXN_PIDS = range(2000, 2004)  # the transactional producers of the random logs
+
+
+def _marker(offset: int, pid: int, commit: bool, ts: int, horizon: int | None = None) -> bytes:
+    b = BatchBuilder(base_offset=offset, is_control=True, is_transactional=True,
+                     producer_id=pid, producer_epoch=0, base_sequence=-1,
+                     delete_horizon_ms=horizon)
+    b.append(ts, COMMIT_KEY if commit else ABORT_KEY, CONTROL_VALUE)
+    return b.build()
 
 
 def _random_log(seed: int, batches: int = 120, keys: int = 15,
                 codecs: tuple[int, ...] = (0, 1, 2, 3, 4)) -> bytes:
-    """Consecutive batches from offset 0; some with offset gaps, some control."""
+    """Consecutive batches from offset 0; some with offset gaps; some of
+    idempotent producers; some of transactions of four producers, each
+    ended by a COMMIT or ABORT marker or left open, with markers of
+    transactions that have no batch here (their records cleaned already, or
+    none written), some with a delete horizon as a clean leaves them."""
     rng = random.Random(seed)
     out = bytearray()
     offset = 0
     ts = 1_700_000_000_000
+    open_txns: set[int] = set()
     for _ in range(batches):
-        if rng.random() < 0.05:
-            b = BatchBuilder(base_offset=offset, is_control=True, is_transactional=True,
-                             producer_id=rng.randrange(1000), producer_epoch=0,
-                             base_sequence=-1)
-            b.append(ts, CONTROL_KEY, CONTROL_VALUE)
-            out += b.build()
+        pid = rng.choice(TXN_PIDS)
+        if rng.random() < 0.12:
+            horizon = NOW + rng.randrange(-1000, 1000) if rng.random() < 0.3 else None
+            out += _marker(offset, pid, rng.random() < 0.6, ts, horizon)
+            open_txns.discard(pid)
             offset += 1
             continue
-        producer = ((rng.randrange(1, 1000), rng.randrange(5), rng.randrange(10_000))
+        in_txn = rng.random() < 0.35
+        producer = ((pid, 0, rng.randrange(10_000)) if in_txn
+                    else (rng.randrange(1, 1000), rng.randrange(5), rng.randrange(10_000))
                     if rng.random() < 0.3 else (-1, -1, -1))
+        if in_txn:
+            open_txns.add(pid)
         horizon = NOW + rng.randrange(-1000, 1000) if rng.random() < 0.15 else None
         b = BatchBuilder(compression=rng.choice(codecs), timestamp_type=rng.randrange(2),
                          base_offset=offset, partition_leader_epoch=rng.randrange(-1, 3),
                          producer_id=producer[0], producer_epoch=producer[1],
                          base_sequence=producer[2], delete_horizon_ms=horizon,
-                         is_transactional=producer[0] >= 0 and rng.random() < 0.5)
+                         is_transactional=in_txn)
         gaps = rng.random() < 0.2
         delta = -1
         for _ in range(rng.randrange(1, 9)):
@@ -78,13 +96,42 @@ def _records(buf) -> list[tuple]:
             for batch in read_batches(buf) if not batch.is_control for r in batch.records()]
 
 
-def _latest(buf, stop_offset: int = 2**63 - 1) -> dict[bytes, int]:
-    """The reference map: key -> latest offset, batches based below ``stop_offset``."""
+class _Txns:
+    """The reference transaction scan: (pid, first, marker offset, commit)
+    of each ended transaction with a batch in the log."""
+
+    def __init__(self, buf, stop_offset: int = 2**63 - 1) -> None:
+        opened: dict[int, int] = {}
+        self.ranges: list[tuple[int, int, int, bool]] = []
+        for batch in read_batches(buf):
+            if batch.base_offset >= stop_offset or not batch.is_transactional:
+                continue
+            pid = batch.producer_id
+            if not batch.is_control:
+                opened.setdefault(pid, batch.base_offset)
+            elif pid in opened:
+                key = next(iter(batch.records())).key
+                self.ranges.append((pid, opened.pop(pid), batch.base_offset, key == COMMIT_KEY))
+        self.open = len(opened)
+
+    def of(self, batch) -> tuple[str, tuple | None]:
+        if not batch.is_transactional:
+            return "none", None
+        for r in self.ranges:
+            if r[0] == batch.producer_id and r[1] <= batch.base_offset <= r[2]:
+                return ("committed" if r[3] else "aborted"), r
+        return "undecided", None
+
+
+def _latest(buf, stop_offset: int = 2**63 - 1, txns: _Txns | None = None) -> dict[bytes, int]:
+    """The reference map: key -> latest offset, batches based below
+    ``stop_offset``; without ``txns`` no transaction's records (an aborted
+    one must not remove a committed value), with it committed ones."""
     latest: dict[bytes, int] = {}
     for batch in read_batches(buf):
-        # Transactional records stay out of the map (an aborted one must not
-        # remove a committed value); a later plain record still removes them.
-        if batch.base_offset >= stop_offset or batch.is_control or batch.is_transactional:
+        if batch.base_offset >= stop_offset or batch.is_control:
+            continue
+        if batch.is_transactional and (txns is None or txns.of(batch)[0] != "committed"):
             continue
         for r in batch.records():
             if r.key is not None:
@@ -97,50 +144,65 @@ def _retains_tombstones(batch, now: int) -> bool:
     return not batch.has_delete_horizon or now < batch.first_timestamp
 
 
-def _stamped(batch, kept) -> bool:
-    """Whether the clean gives the batch a delete horizon: it keeps a
-    tombstone and has none."""
-    return (not batch.is_control and not batch.has_delete_horizon
-            and any(r.value is None for r in kept))
-
-
-def _expected(buf, latest: dict[bytes, int], now: int):
-    """(kept batches as (info, kept records), records kept) as the cleaner must do."""
+def _expected(buf, latest: dict[bytes, int], now: int, txns: _Txns | None = None):
+    """(batch, kept records, stamped) of each batch the clean keeps, as the
+    cleaner must do: ``stamped`` when it gives the batch a delete horizon."""
     out = []
+    retained: set[tuple] = set()
     for batch in read_batches(buf):
         records = list(batch.records())
+        kind, txn = ("undecided", None) if txns is None else txns.of(batch)
         if batch.is_control:
-            out.append((batch, records))
+            if txns is None or records[0].key != COMMIT_KEY or txn in retained:
+                out.append((batch, records, False))
+            elif not batch.has_delete_horizon:
+                out.append((batch, records, True))
+            elif now < batch.first_timestamp:
+                out.append((batch, records, False))
+            continue
+        if kind == "aborted":
             continue
         retain = _retains_tombstones(batch, now)
         kept = [r for r in records if r.key is not None
                 and latest.get(r.key, -1) <= r.offset
                 and (retain or r.value is not None)]
         if kept:
-            out.append((batch, kept))
+            if txn is not None:
+                retained.add(txn)
+            out.append((batch, kept, not batch.has_delete_horizon
+                        and any(r.value is None for r in kept)))
     return out
 
 
-def _native_map(buf, memory: int = 1 << 20, stop_offset: int = 2**63 - 1) -> OffsetMap:
+def _native_txns(buf, stop_offset: int = 2**63 - 1) -> TxnRanges:
+    t = TxnRanges()
+    assert t.scan(buf, 0, len(buf), stop_offset) == len(buf) or stop_offset < 2**63 - 1
+    t.done()
+    return t
+
+
+def _native_map(buf, memory: int = 1 << 20, stop_offset: int = 2**63 - 1,
+                txns: TxnRanges | None = None) -> OffsetMap:
     m = OffsetMap(memory)
-    pos, full = m.add_batches(buf, 0, len(buf), stop_offset)
+    pos, full = m.add_batches(buf, 0, len(buf), stop_offset, txns)
     assert not full
     return m
 
 
-def _check_output(buf, out, latest: dict[bytes, int], now: int) -> None:
-    expected = _expected(buf, latest, now)
+def _check_output(buf, out, latest: dict[bytes, int], now: int,
+                  txns: _Txns | None = None) -> None:
+    expected = _expected(buf, latest, now, txns)
     infos = validate(out, strict=False)  # CRCs, lengths, record counts
     assert len(infos) == len(expected)
     by_base = {b.base_offset: b for b in read_batches(buf)}
     raw_in = {b.base_offset: bytes(buf[b.position:b.position + b.size])
               for b in validate(buf, strict=False)}
     got_batches = list(read_batches(out))
-    for info, got, (src, kept) in zip(infos, got_batches, expected, strict=True):
+    for info, got, (src, kept, stamped) in zip(infos, got_batches, expected, strict=True):
         assert got.base_offset == src.base_offset
         src = by_base[got.base_offset]
         assert got.last_offset_delta == src.last_offset_delta
-        if _stamped(src, kept):
+        if stamped:
             assert got.first_timestamp == NOW + RETENTION and got.has_delete_horizon
             assert got.attributes == src.attributes | 0x40
         else:
@@ -151,7 +213,7 @@ def _check_output(buf, out, latest: dict[bytes, int], now: int) -> None:
         assert got.partition_leader_epoch == src.partition_leader_epoch
         assert got.record_count == len(kept)
         raw_out = bytes(out[info.position:info.position + info.size])
-        if len(kept) == src.record_count and not _stamped(src, kept):
+        if len(kept) == src.record_count and not stamped:
             assert raw_out == raw_in[src.base_offset], "a batch keeping all was not copied"
         elif src.timestamp_type == 0:
             assert got.max_timestamp == max(r.timestamp for r in kept)
@@ -163,13 +225,14 @@ def _check_output(buf, out, latest: dict[bytes, int], now: int) -> None:
 
 
 def _filter(m: OffsetMap, buf, now: int, window: int | None = None,
-            rng: random.Random | None = None) -> tuple[bytearray, RecordFilter]:
+            rng: random.Random | None = None,
+            txns: TxnRanges | None = None) -> tuple[bytearray, RecordFilter]:
     f = RecordFilter()
     out = bytearray()
     pos = 0
     while pos < len(buf):
         end = len(buf) if window is None else min(len(buf), pos + rng.randrange(1, window))
-        pos = f.run(m, buf, pos, end, now, NOW + RETENTION)
+        pos = f.run(m, buf, pos, end, now, NOW + RETENTION, txns=txns)
         out += f.take()
     return out, f
 
@@ -180,10 +243,16 @@ CLEAN_TIMES = [NOW - 2000, NOW, NOW + 2000]
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("now", CLEAN_TIMES)
-def test_filter_matches_the_reference(seed: int, now: int) -> None:
+@pytest.mark.parametrize("aware", [True, False], ids=["txns", "no-txns"])
+def test_filter_matches_the_reference(seed: int, now: int, aware: bool) -> None:
     buf = _random_log(seed)
-    latest = _latest(buf)
-    m = _native_map(buf)
+    ref_txns = _Txns(buf) if aware else None
+    txns = _native_txns(buf) if aware else None
+    if aware:
+        assert len(txns) == len(ref_txns.ranges) and txns.open == ref_txns.open
+        assert {r[3] for r in ref_txns.ranges} == {True, False}  # the vectors have both
+    latest = _latest(buf, txns=ref_txns)
+    m = _native_map(buf, txns=txns)
     assert m.size == len(latest)
     for key, offset in latest.items():
         assert m.get(key) == offset
@@ -191,13 +260,13 @@ def test_filter_matches_the_reference(seed: int, now: int) -> None:
     last = list(read_batches(buf))[-1]
     assert m.latest_offset == last.base_offset + last.last_offset_delta
 
-    out, f = _filter(m, buf, now)
-    _check_output(buf, out, latest, now)
-    kept = _expected(buf, latest, now)
+    out, f = _filter(m, buf, now, txns=txns)
+    _check_output(buf, out, latest, now, ref_txns)
+    kept = _expected(buf, latest, now, ref_txns)
     all_batches = list(read_batches(buf))
     data = [b for b in all_batches if not b.is_control]
     assert f.records_read == sum(b.record_count for b in data)
-    assert f.records_kept == sum(len(k) for b, k in kept if not b.is_control)
+    assert f.records_kept == sum(len(k) for b, k, _ in kept if not b.is_control)
     assert f.batches_read == len(all_batches)
     assert f.batches_kept == len(kept)
     assert f.bytes_read == len(buf)
@@ -205,16 +274,24 @@ def test_filter_matches_the_reference(seed: int, now: int) -> None:
     assert f.pending == 0
     out_batches = list(read_batches(out))
     assert f.max_timestamp == max(b.max_timestamp for b in out_batches)
-    # Each key once at most among the plain records, the latest (records of
-    # transactions only go when a later plain record has their key).
-    plain = [r.key for b in read_batches(out) if not b.is_transactional for r in b.records()]
+    aborted = [b for b in data if aware and ref_txns.of(b)[0] == "aborted"]
+    assert f.aborted_batches_removed == len(aborted)
+    controls = [b for b in all_batches if b.is_control]
+    assert f.markers_removed == len(controls) - sum(b.is_control for b, _, _ in kept)
+    if aware:  # the vectors exercise both (markers go once their horizons pass)
+        assert aborted and (f.markers_removed or now < NOW + 1000)
+    # Each key once at most among the records that count as plain (those of
+    # undecided transactions only go when a later plain record has their key).
+    plain = [r.key for b in read_batches(out)
+             if not b.is_control and (ref_txns or _Txns(b"")).of(b)[0] in ("none", "committed")
+             for r in b.records()]
     assert len(set(plain)) == len(plain)
     assert f.records_kept < f.records_read  # the vectors do exercise removal
-    assert f.horizons_set == sum(_stamped(b, k) for b, k in kept)
+    assert f.horizons_set == sum(stamped for _, _, stamped in kept)
 
     # Fed back in (rebuilt batches: count < lastOffsetDelta + 1, horizons
     # not reached), nothing changes.
-    again, f2 = _filter(m, out, now)
+    again, f2 = _filter(m, out, now, txns=_native_txns(out) if aware else None)
     assert again == out
     assert f2.records_kept == f2.records_read == f.records_kept
     assert f2.horizons_set == 0
@@ -241,6 +318,17 @@ def test_windows_ending_mid_batch_give_the_same_result(seed: int) -> None:
         assert m.get(key) == offset
     one, _ = _filter(whole, buf, NOW)
     pieces, f = _filter(m, buf, NOW, window=700, rng=rng)
+    assert pieces == one
+    # So does the transaction scan, and the filter that uses it.
+    txns = TxnRanges()
+    pos = 0
+    while pos < len(buf):
+        pos = txns.scan(buf, pos, min(len(buf), pos + rng.randrange(1, 700)))
+    txns.done()
+    whole_txns = _native_txns(buf)
+    assert len(txns) == len(whole_txns) and txns.open == whole_txns.open
+    one, _ = _filter(_native_map(buf, txns=whole_txns), buf, NOW, txns=whole_txns)
+    pieces, f = _filter(_native_map(buf, txns=txns), buf, NOW, window=700, rng=rng, txns=txns)
     assert pieces == one
     assert f.bytes_read == len(buf)
 
@@ -404,3 +492,75 @@ def test_full_map_at_load_factor_one_still_answers() -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("OffsetMap.get of a missing key hangs once a load-factor-1.0 map is full")
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+def _txn_batch(offset: int, pid: int, key: bytes, value: bytes | None) -> bytes:
+    b = BatchBuilder(base_offset=offset, producer_id=pid, producer_epoch=0, base_sequence=0,
+                     is_transactional=True)
+    b.append(NOW - 10_000, key, value)
+    return b.build()
+
+
+def test_transactions_over_three_cleans() -> None:
+    """A committed transaction whose record a later one replaces: the first
+    clean drops the record and gives the COMMIT marker a delete horizon, one
+    at the horizon drops the marker.  An aborted transaction: its batch goes
+    at once and its ABORT marker stays.  An open one: its record stays, out
+    of the map (it removes nothing before it)."""
+    log = b"".join([
+        _txn_batch(0, 7, b"k", b"committed-1"), _marker(1, 7, True, NOW - 9_000),
+        _txn_batch(2, 8, b"k", b"aborted"), _marker(3, 8, False, NOW - 8_000),
+        _txn_batch(4, 7, b"k", b"committed-2"), _marker(5, 7, True, NOW - 7_000),
+        _txn_batch(6, 9, b"k", b"open"),
+    ])
+
+    def clean(data: bytes, now: int) -> tuple[bytes, RecordFilter]:
+        txns = _native_txns(data)
+        assert txns.lookup(9, 6) == "undecided" and txns.open == 1
+        f = RecordFilter()
+        m = _native_map(data, txns=txns)
+        assert m.get(b"k") == 4  # the open transaction's record is not mapped
+        assert f.run(m, data, 0, len(data), now, now + RETENTION, txns=txns) == len(data)
+        return bytes(f.take()), f
+
+    first, f = clean(log, NOW)
+    assert (f.aborted_batches_removed, f.markers_removed, f.horizons_set) == (1, 0, 1)
+    batches = list(read_batches(first))
+    assert [(b.base_offset, b.is_control, b.has_delete_horizon) for b in batches] == [
+        (1, True, True), (3, True, False), (4, False, False), (5, True, False), (6, False, False)]
+    assert batches[0].first_timestamp == NOW + RETENTION
+    assert next(iter(batches[0].records())).timestamp == NOW - 9_000
+    validate(first, strict=False)
+
+    second, f = clean(first, NOW + RETENTION - 1)
+    assert second == first and f.markers_removed == 0
+
+    third, f = clean(first, NOW + RETENTION)
+    assert f.markers_removed == 1
+    assert [b.base_offset for b in read_batches(third)] == [3, 4, 5, 6]
+
+
+def test_transaction_scan_with_many_producers_open_at_once() -> None:
+    """Hundreds of producers with a transaction open together, ended in a
+    random order (the open table grows and moves entries back on delete):
+    the scan agrees with the reference for every batch."""
+    rng = random.Random(7)
+    pids = list(range(10_000, 10_600))
+    chunks, offset, open_pids = [], 0, []
+    for pid in pids:
+        chunks.append(_txn_batch(offset, pid, b"k%d" % pid, b"v"))
+        offset += 1
+        open_pids.append(pid)
+    rng.shuffle(open_pids)
+    for pid in open_pids[:450]:
+        if rng.random() < 0.5:
+            chunks.append(_txn_batch(offset, pid, b"again", b"v"))
+            offset += 1
+        chunks.append(_marker(offset, pid, rng.random() < 0.5, NOW))
+        offset += 1
+    log = b"".join(chunks)
+    txns, ref = _native_txns(log), _Txns(log)
+    assert (len(txns), txns.open) == (len(ref.ranges), ref.open) == (450, 150)
+    for batch in read_batches(log):
+        if not batch.is_control:
+            assert txns.lookup(batch.producer_id, batch.base_offset) == ref.of(batch)[0]

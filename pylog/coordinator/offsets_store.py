@@ -67,6 +67,10 @@ class OffsetsStore:
         # Where the partitions beyond the first group's are created (the
         # broker's I/O threads); None: at once, on the caller's thread.
         self.executor: Executor | None = None
+        # Told of each transactional batch (commit None) and marker (commit
+        # True/False) written: (partition, producer id, epoch, offset,
+        # commit); the broker keeps the partition's producer state with it.
+        self.on_txn_write: Callable[[int, int, int, int, bool | None], None] | None = None
 
     @property
     def num_partitions(self) -> int:
@@ -138,14 +142,20 @@ class OffsetsStore:
             is_transactional=True)
         for k, value in entries:
             builder.append(now, k, value)
-        return self._log(self.partition_for(key)).append(
-            bytearray(builder.build())).base_offset
+        partition = self.partition_for(key)
+        offset = self._log(partition).append(bytearray(builder.build())).base_offset
+        if producer is not None and self.on_txn_write is not None:
+            self.on_txn_write(partition, producer[0], producer[1], offset, None)
+        return offset
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
                       commit: bool) -> int:
         """A transaction marker in ``partition``; its offset."""
-        return self._log(partition).append(
+        offset = self._log(partition).append(
             marker_batch(producer_id, producer_epoch, commit, 0, self.time_ms())).base_offset
+        if self.on_txn_write is not None:
+            self.on_txn_write(partition, producer_id, producer_epoch, offset, commit)
+        return offset
 
     # -- loading -----------------------------------------------------------------
 

@@ -26,6 +26,12 @@ threads (``log.cleaner.threads``) each take the filthiest log in turn:
    the last old segment's modification time, and swapped in by
    ``Log.replace_segments`` (``*.swap``, then the old ones become
    ``*.deleted``).
+   Transactions: before the map, a scan of the batch headers from the log
+   start finds where each transaction ends.  An aborted one's batches go
+   whole; a committed one's records count as plain ones, and its COMMIT
+   marker goes as a tombstone does once none of its records is left; the
+   records of one whose marker lies past the cleanable part are kept out of
+   the map.  ABORT markers stay (see ``native/cleaner.pyx``).
 4. **Checkpoint.**  The mapped end becomes the log's first dirty offset.
 
 Offsets never change: a cleaned log has gaps, and consumers skip them.  Only
@@ -55,7 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pylog._native.cleaner import OffsetMap, RecordFilter
+from pylog._native.cleaner import OffsetMap, RecordFilter, TxnRanges
 from pylog.log.checkpoint import OffsetCheckpointFile
 from pylog.log.config import INT_MAX, CleanerConfig
 from pylog.log.dir_failure import LogDirFailureChannel
@@ -119,6 +125,9 @@ class CleanStats:
     records_read: int = 0
     records_kept: int = 0
     horizons_set: int = 0  # batches given a delete horizon (KIP-534)
+    transactions: int = 0  # ended by a marker in the cleanable part
+    aborted_batches_removed: int = 0
+    markers_removed: int = 0  # COMMIT markers whose transaction kept no record
     map_utilization: float = 0.0
     elapsed_s: float = 0.0
     swapped: list[int] = field(default_factory=list)  # base offsets of the new segments
@@ -456,10 +465,13 @@ class LogCleaner:
         self.last_stats = stats
         self.cleans += 1
         log.info("Cleaned log %s-%d (dirty offsets %d to %d): %d segments, %.1f MB read, "
-                 "%.1f MB written, %d of %d records kept, map %.0f%% full, %.3f s",
+                 "%.1f MB written, %d of %d records kept, map %.0f%% full, %.3f s%s",
                  lg.topic, lg.partition, stats.first_dirty, stats.end_offset, stats.segments,
                  stats.bytes_read / 1e6, stats.bytes_written / 1e6, stats.records_kept,
-                 stats.records_read, stats.map_utilization * 100, stats.elapsed_s)
+                 stats.records_read, stats.map_utilization * 100, stats.elapsed_s,
+                 f"; {stats.transactions} transactions: {stats.aborted_batches_removed} "
+                 f"aborted batches and {stats.markers_removed} markers removed"
+                 if stats.transactions or stats.markers_removed else "")
         return stats
 
     # -- cleaning ------------------------------------------------------------
@@ -499,6 +511,9 @@ class LogCleaner:
         stats = CleanStats(lg.topic, lg.partition, target.first_dirty)
         segments = lg.segments
         window = max(self.config.io_buffer_size, 64 * 1024)
+        # 0. the transactions ended in the cleanable part, from the log start
+        txns = self._scan_transactions(lg, segments, target.first_uncleanable, window)
+        stats.transactions = len(txns)
         # 1. the offset map over the dirty segments
         offsets = OffsetMap(self.config.map_memory, self.config.io_buffer_load_factor)
         for i, segment in enumerate(segments[:-1]):
@@ -513,7 +528,7 @@ class LogCleaner:
                     self._check_stop()
                     start = pos
                     pos, full = offsets.add_batches(buf, pos, min(size, pos + window),
-                                                    target.first_uncleanable)
+                                                    target.first_uncleanable, txns)
                     self._throttler.add(pos - start)
             if full:
                 break
@@ -531,14 +546,31 @@ class LogCleaner:
         below = [s for s in segments[:-1] if s.base_offset < end_offset]
         config = lg.config
         for group in group_segments(below, config.segment_bytes, config.segment_index_bytes):
-            self._clean_group(lg, group, offsets, horizon, window, stats, now_ms)
+            self._clean_group(lg, group, offsets, txns, horizon, window, stats, now_ms)
         # 3. the checkpoint
         self._update_checkpoint((lg.topic, lg.partition), end_offset)
         stats.elapsed_s = time.monotonic() - started
         return stats
 
+    def _scan_transactions(self, lg: Log, segments: list[LogSegment], stop_offset: int,
+                           window: int) -> TxnRanges:
+        """Every transaction ended by a marker below ``stop_offset`` (a
+        segment base), from the batch headers of the segments before it."""
+        txns = TxnRanges()
+        for segment in segments[:-1]:
+            if segment.base_offset >= stop_offset:
+                break
+            with self._mapped(lg, segment) as buf:
+                pos, size = 0, len(buf)
+                while pos < size:
+                    self._check_stop()
+                    pos = txns.scan(buf, pos, min(size, pos + window), stop_offset)
+        txns.done()
+        return txns
+
     def _clean_group(self, lg: Log, group: list[LogSegment], offsets: OffsetMap,
-                     horizon: int, window: int, stats: CleanStats, now_ms: int) -> None:
+                     txns: TxnRanges, horizon: int, window: int, stats: CleanStats,
+                     now_ms: int) -> None:
         base = group[0].base_offset
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # a crashed pass's
             (lg.dir / (file_name(base, suffix) + CLEANED_SUFFIX)).unlink(missing_ok=True)
@@ -555,7 +587,7 @@ class LogCleaner:
                         self._check_stop()
                         start = pos
                         pos = records.run(offsets, buf, pos, min(size, pos + window),
-                                          now_ms, horizon, window)
+                                          now_ms, horizon, window, txns)
                         written = self._write(cleaned, records)
                         self._throttler.add(pos - start + written)
             cleaned.on_become_inactive()
@@ -573,6 +605,8 @@ class LogCleaner:
         stats.records_read += records.records_read
         stats.records_kept += records.records_kept
         stats.horizons_set += records.horizons_set
+        stats.aborted_batches_removed += records.aborted_batches_removed
+        stats.markers_removed += records.markers_removed
         stats.swapped.append(base)
 
     @staticmethod

@@ -32,7 +32,7 @@ from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.fetch_sessions import FetchSessionCache
 from pylog.server.metrics import BrokerMetrics
-from pylog.server.producer_state import PartitionProducers, ProducerIds
+from pylog.server.producer_state import PartitionProducers, ProducerBatch, ProducerIds
 from pylog.server.requests import RequestRouter
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
@@ -89,6 +89,7 @@ class Broker:
                     self._producers[tp] = state
                 lg.first_unstable_offset = state.first_unstable_offset()
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self.groups.store.on_txn_write = self._offsets_txn_written
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended now (markers need the producer
         # state above).
@@ -195,6 +196,23 @@ class Broker:
         state.record_marker(producer_id, producer_epoch, result.base_offset, commit, 0, now)
         lg.first_unstable_offset = state.first_unstable_offset()
         self.notify_append(topic, partition)
+
+    def _offsets_txn_written(self, partition: int, producer_id: int, producer_epoch: int,
+                             offset: int, commit: bool | None) -> None:
+        """The group coordinator wrote a TxnOffsetCommit batch (``commit``
+        None) or a marker into ``__consumer_offsets``-``partition``: its
+        producer state and last stable offset follow, as a produced
+        partition's do (what a restart's replay of the log rebuilds)."""
+        state = self.producers_of(OFFSETS_TOPIC, partition)
+        now = time.time_ns() // 1_000_000
+        if commit is None:  # the coordinator's own batch: no sequence (-1)
+            state.record(ProducerBatch(producer_id, producer_epoch, -1, -1), offset, -1, now,
+                         transactional=True)
+        else:
+            state.record_marker(producer_id, producer_epoch, offset, commit, 0, now)
+        lg = self.logs.get_log(OFFSETS_TOPIC, partition)
+        if lg is not None:
+            lg.first_unstable_offset = state.first_unstable_offset()
 
     def add_waiter(self, keys: list[TopicPartition], fut: asyncio.Future) -> None:
         waiters = self._waiters
