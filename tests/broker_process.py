@@ -48,8 +48,12 @@ class BrokerProcess:
     def __init__(self, log_dir: Path, *overrides: str, port: int | None = None,
                  config: Path | None = None, event_loop: str | None = None,
                  file_size_limit: int | None = None,
-                 open_files: tuple[int, int] | None = None) -> None:
+                 open_files: tuple[int, int] | None = None,
+                 own_listener: bool = True) -> None:
         self.log_dir = log_dir
+        # False: ``config`` sets listeners (on ``port``) and log.dirs itself,
+        # as an operator's server.properties does.
+        self.own_listener = own_listener
         # RLIMIT_FSIZE of the process: a write past it fails with EFBIG, a real
         # refusal by the kernel, as a full disk's ENOSPC (Python ignores SIGXFSZ).
         self.file_size_limit = file_size_limit
@@ -63,9 +67,10 @@ class BrokerProcess:
         self.output: list[str] = []
 
     def start(self) -> BrokerProcess:
-        args = [sys.executable, "-m", "pylog", "broker",
-                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override", f"log.dirs={self.log_dir}"]
+        args = [sys.executable, "-m", "pylog", "broker"]
+        if self.own_listener:
+            args += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                     "--override", f"log.dirs={self.log_dir}"]
         if self.config is not None:
             args += ["--config", str(self.config)]
         for item in self.overrides:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pylog.io.backend import IOBackend, get_backend
+from pylog.log import meta_properties
 from pylog.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -43,7 +44,6 @@ from pylog.log.log import Log, parse_dir_name, wall_clock_ms
 from pylog.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, file_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-META_PROPERTIES = "meta.properties"
 DELETE_DIR_SUFFIX = "-delete"
 # Kafka flushes a rolled segment asynchronously right after the roll; here the
 # scheduler's flush pass picks rolled segments up at least this often.
@@ -55,16 +55,6 @@ _MAX_WAIT_S = 1.0
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")) and "=" in line:
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip()
-    return out
 
 
 class LogManager:
@@ -87,7 +77,7 @@ class LogManager:
         # An I/O error in the dir takes it offline (see pylog.log.dir_failure).
         self.failures = LogDirFailureChannel(str(self.dir))
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.meta = self._meta_properties(node_id, cluster_id)
+        self.meta = meta_properties.ensure(self.dir, node_id, cluster_id)
         self._recovery_file = OffsetCheckpointFile(self.dir / RECOVERY_POINT_CHECKPOINT)
         self._start_file = OffsetCheckpointFile(self.dir / LOG_START_OFFSET_CHECKPOINT)
         self.had_clean_shutdown = (self.dir / CLEAN_SHUTDOWN_FILE).exists()
@@ -105,22 +95,6 @@ class LogManager:
         self._pass_lock = threading.Lock()  # one run_due pass at a time
 
     # -- startup -----------------------------------------------------------
-
-    def _meta_properties(self, node_id: int, cluster_id: str | None) -> dict[str, str]:
-        path = self.dir / META_PROPERTIES
-        if path.exists():
-            meta = read_properties(path)
-            if "node.id" in meta and int(meta["node.id"]) != node_id:
-                raise ValueError(f"{path} belongs to node.id={meta['node.id']}, "
-                                 f"not {node_id}")
-            if cluster_id and meta.get("cluster.id") not in (None, cluster_id):
-                raise ValueError(f"{path} belongs to cluster.id={meta['cluster.id']}, "
-                                 f"not {cluster_id}")
-            return meta
-        meta = {"version": "1", "node.id": str(node_id),
-                "cluster.id": cluster_id or uuid.uuid4().hex[:22]}
-        write_atomically(path, ("#\n" + "".join(f"{k}={v}\n" for k, v in meta.items())).encode())
-        return meta
 
     def _load_logs(self) -> None:
         # As Kafka's loadLogs: an unreadable checkpoint is not fatal; recovery

@@ -16,6 +16,7 @@ cluster default over static, as Kafka builds its KafkaConfig from them.
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -81,19 +82,18 @@ def _choice(*options: str) -> Callable[[str, str], str]:
 
 
 def _listeners(key: str, raw: str) -> tuple[Endpoint, ...]:
+    """NAME://host:port[,...]; the names' security protocols are checked
+    with the other listener keys (BrokerConfig._check_listeners)."""
     out = []
     for item in (s.strip() for s in raw.split(",")):
         if not item:
             continue
         name, sep, rest = item.partition("://")
         host, colon, port = rest.rpartition(":")
-        if not sep or not colon or not port.isdigit() or int(port) > 65535:
+        if (not sep or not colon or not port.isdigit() or int(port) > 65535
+                or not _LISTENER_NAME.fullmatch(name)):
             raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
                               "expected NAME://host:port[,...]")
-        if name.upper() != "PLAINTEXT":
-            # TLS and SASL listeners come with the security issue.
-            raise ConfigError(f"invalid value {raw!r} for configuration {key}: listener "
-                              f"{name} is not supported (only PLAINTEXT)")
         out.append(Endpoint(name.upper(), host.strip("[]"), int(port)))
     if not out:
         raise ConfigError(f"invalid value {raw!r} for configuration {key}: no listener")
@@ -101,6 +101,48 @@ def _listeners(key: str, raw: str) -> tuple[Endpoint, ...]:
         raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
                           "each listener name may appear once")
     return tuple(out)
+
+
+_LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _protocol_map(key: str, raw: str) -> dict[str, str]:
+    """listener.security.protocol.map: NAME:PROTOCOL[,...]."""
+    out: dict[str, str] = {}
+    for item in (s.strip() for s in raw.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = (part.strip() for part in item.partition(":"))
+        if not sep or not _LISTENER_NAME.fullmatch(name) or protocol.upper() not in \
+                SECURITY_PROTOCOLS:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: expected "
+                              f"NAME:PROTOCOL[,...] with PROTOCOL one of "
+                              f"{', '.join(SECURITY_PROTOCOLS)}")
+        out[name.upper()] = protocol.upper()
+    return out
+
+
+def _names(key: str, raw: str) -> tuple[str, ...]:
+    """A comma-separated list of listener names (upper case, as Kafka's ListenerName)."""
+    names = tuple(s.strip().upper() for s in raw.split(",") if s.strip())
+    for name in names:
+        if not _LISTENER_NAME.fullmatch(name):
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: "
+                              f"{name!r} is not a listener name")
+    return names
+
+
+def _roles(key: str, raw: str) -> tuple[str, ...]:
+    """process.roles: broker and/or controller (KRaft); empty: ZooKeeper mode."""
+    roles = tuple(s.strip() for s in raw.split(",") if s.strip())
+    for role in roles:
+        if role not in ("broker", "controller"):
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: unknown "
+                              f"process role {role!r} (broker, controller)")
+    if len(set(roles)) != len(roles):
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: duplicate roles")
+    return roles
 
 
 def _dirs(key: str, raw: str) -> tuple[str, ...]:
@@ -150,6 +192,14 @@ _NONNEG = _int(0)
 KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (_listeners, None),
+    "listener.security.protocol.map": (_protocol_map, "PLAINTEXT:PLAINTEXT,SSL:SSL,"
+                                       "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    # KRaft: a combined node (broker,controller) names its controller listener
+    # here; pylog keeps the cluster's metadata in its log dir and does not
+    # open that listener (see BrokerConfig._check_listeners).
+    "process.roles": (_roles, ""),
+    "controller.listener.names": (_names, ""),
+    "inter.broker.listener.name": (_names, None),
     "node.id": (_int(0, INT_MAX), "0"),
     "broker.id": (_int(0, INT_MAX), None),
     "log.dirs": (_dirs, "./pylog-data"),
@@ -265,9 +315,8 @@ IGNORED = frozenset({
     "num.replica.fetchers", "background.threads", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "zookeeper.connect", "zookeeper.connection.timeout.ms", "process.roles",
-    "controller.quorum.voters", "controller.listener.names", "inter.broker.listener.name",
-    "listener.security.protocol.map", "broker.rack", "replica.lag.time.max.ms",
+    "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "controller.quorum.voters", "broker.rack", "replica.lag.time.max.ms",
     "unclean.leader.election.enable", "auto.leader.rebalance.enable",
     "metadata.log.dir",
 })
@@ -317,6 +366,7 @@ class BrokerConfig:
             self._values["node.id"] = self["broker.id"]
         if "log.dir" in self.originals and "log.dirs" not in self.originals:
             self._values["log.dirs"] = self["log.dir"]
+        self._client_listeners = self._check_listeners()
         try:
             self.log_config = LogConfig.from_props(self._log_props())
             # The log manager's periodic work (retention, flushes, checkpoints,
@@ -404,9 +454,74 @@ class BrokerConfig:
     def log_dir(self) -> Path:
         return Path(self["log.dirs"][0]).expanduser().resolve()
 
+    def _check_listeners(self) -> tuple[Endpoint, ...]:
+        """The listeners clients use, after Kafka's checks of the listener
+        keys together (KafkaConfig.validateValues) and pylog's own limits:
+        one client listener, PLAINTEXT.  A KRaft combined node's controller
+        listeners (``controller.listener.names``) are accepted and not
+        opened: the node keeps the metadata itself."""
+        roles = self["process.roles"]
+        if roles and "broker" not in roles:
+            raise ConfigError("invalid value for configuration process.roles: pylog nodes "
+                              "are brokers (a controller-only node has nothing to run here)")
+        controllers = set(self["controller.listener.names"])
+        if roles and not controllers:
+            raise ConfigError("controller.listener.names must contain at least one value "
+                              "when running in KRaft mode (process.roles is set)")
+        protocols = self["listener.security.protocol.map"]
+        explicit_map = "listener.security.protocol.map" in self.originals
+        clients = []
+        for ep in self["listeners"]:
+            if ep.name in controllers:
+                if "controller" not in roles:
+                    raise ConfigError(f"controller.listener.names: listener {ep.name} is in "
+                                      "listeners, but process.roles has no controller role")
+                continue
+            protocol = protocols.get(ep.name)
+            if protocol is None:
+                raise ConfigError(f"listeners: no security protocol defined for listener "
+                                  f"{ep.name} (listener.security.protocol.map)")
+            if protocol != "PLAINTEXT":
+                raise ConfigError(f"listeners: listener {ep.name} uses {protocol}; pylog "
+                                  "serves PLAINTEXT only (no TLS or SASL)")
+            clients.append(ep)
+        if "controller" in roles and not controllers & {ep.name for ep in self["listeners"]}:
+            raise ConfigError("controller.listener.names must contain at least one value "
+                              "appearing in the 'listeners' configuration when running the "
+                              "KRaft controller role")
+        for name in controllers:
+            if name not in protocols and explicit_map and name not in SECURITY_PROTOCOLS:
+                raise ConfigError(f"listener.security.protocol.map: no security protocol "
+                                  f"defined for controller listener {name}")
+        if not clients:
+            raise ConfigError("listeners: no listener for clients (only the controller's)")
+        if len(clients) > 1:
+            raise ConfigError(f"listeners: pylog serves one client listener, got "
+                              f"{', '.join(str(e) for e in clients)}")
+        names = {ep.name for ep in clients}
+        for ep in self["advertised.listeners"] or ():
+            if ep.name in controllers:
+                raise ConfigError("advertised.listeners must not contain KRaft controller "
+                                  f"listeners from controller.listener.names ({ep.name}): "
+                                  "clients only send requests to brokers")
+            if ep.name not in names:
+                raise ConfigError(f"advertised.listeners: listener {ep.name} is not one "
+                                  "of the listeners")
+        ibl = self["inter.broker.listener.name"]
+        if ibl and ibl[0] not in names:
+            raise ConfigError(f"inter.broker.listener.name: {ibl[0]} is not a client "
+                              "listener in listeners")
+        return tuple(clients)
+
     @property
     def listeners(self) -> tuple[Endpoint, ...]:
-        return self["listeners"]
+        """The listener clients connect to (never a controller listener)."""
+        return self._client_listeners
+
+    @property
+    def controller_listeners(self) -> tuple[Endpoint, ...]:
+        names = set(self["controller.listener.names"])
+        return tuple(ep for ep in self["listeners"] if ep.name in names)
 
     def advertised(self, bound_port: int | None = None) -> Endpoint:
         """The endpoint clients are told to use: advertised.listeners, else the

@@ -17,6 +17,7 @@ TOOL_MODULES = (
     "consumer_perf",
     "log_dirs",
     "get_offsets",
+    "storage",
 )
 
 
