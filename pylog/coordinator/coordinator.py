@@ -863,11 +863,12 @@ class GroupCoordinator:
         return errors
 
     def complete_txn(self, partition: int, producer_id: int, producer_epoch: int,
-                     commit: bool) -> None:
+                     commit: bool, coordinator_epoch: int = 0) -> None:
         """Write a transaction marker into ``__consumer_offsets``-``partition``
         and apply (COMMIT) or drop (ABORT) the offsets the producer's
         transaction committed there.  Raises what the append raises."""
-        self.store.append_marker(partition, producer_id, producer_epoch, commit)
+        self.store.append_marker(partition, producer_id, producer_epoch, commit,
+                                 coordinator_epoch)
         entries = self.pending_txn.pop((partition, producer_id), [])
         if not commit:
             return

@@ -69,8 +69,9 @@ class OffsetsStore:
         self.executor: Executor | None = None
         # Told of each transactional batch (commit None) and marker (commit
         # True/False) written: (partition, producer id, epoch, offset,
-        # commit); the broker keeps the partition's producer state with it.
-        self.on_txn_write: Callable[[int, int, int, int, bool | None], None] | None = None
+        # commit, coordinator epoch); the broker keeps the partition's
+        # producer state with it.
+        self.on_txn_write: Callable[[int, int, int, int, bool | None, int], None] | None = None
 
     @property
     def num_partitions(self) -> int:
@@ -145,16 +146,17 @@ class OffsetsStore:
         partition = self.partition_for(key)
         offset = self._log(partition).append(bytearray(builder.build())).base_offset
         if producer is not None and self.on_txn_write is not None:
-            self.on_txn_write(partition, producer[0], producer[1], offset, None)
+            self.on_txn_write(partition, producer[0], producer[1], offset, None, 0)
         return offset
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
-                      commit: bool) -> int:
+                      commit: bool, coordinator_epoch: int = 0) -> int:
         """A transaction marker in ``partition``; its offset."""
-        offset = self._log(partition).append(
-            marker_batch(producer_id, producer_epoch, commit, 0, self.time_ms())).base_offset
+        offset = self._log(partition).append(marker_batch(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.time_ms())).base_offset
         if self.on_txn_write is not None:
-            self.on_txn_write(partition, producer_id, producer_epoch, offset, commit)
+            self.on_txn_write(partition, producer_id, producer_epoch, offset, commit,
+                              coordinator_epoch)
         return offset
 
     # -- loading -----------------------------------------------------------------

@@ -58,8 +58,10 @@ E = ErrorCode
 T = TxnState
 TopicPartition = tuple[str, int]
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a new id
-# Writes a marker: (topic, partition, producer id, epoch, commit).
-MarkerWriter = Callable[[str, int, int, int, bool], None]
+# Writes a marker: (topic, partition, producer id, epoch, commit); a refusal
+# (a fenced epoch, a partition deleted since) is logged by the writer and
+# leaves nothing to retry on one node.
+MarkerWriter = Callable[[str, int, int, int, bool], object]
 
 
 @dataclass(frozen=True)
@@ -256,7 +258,12 @@ class TransactionCoordinator:
         m = self.txns.get(transactional_id) if transactional_id is not None else None
         if m is None or m.producer_id != producer_id:
             return E.INVALID_TXN_STATE
-        if producer_epoch < m.producer_epoch:
+        if producer_epoch != m.producer_epoch:
+            # Kafka's verification: any other epoch than the coordinator's is
+            # PRODUCER_FENCED, which the produce answer words as
+            # INVALID_PRODUCER_EPOCH (AddPartitionsToTxnManager).  A newer one
+            # let in would hold the partition's stable offset for good: the
+            # coordinator's markers carry its own epoch, and would be refused.
             return E.INVALID_PRODUCER_EPOCH
         if m.state != T.ONGOING or (topic, partition) not in m.partitions:
             return E.INVALID_TXN_STATE

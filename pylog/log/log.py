@@ -185,10 +185,12 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         """Kafka's LSO: the high watermark, or the first offset of the oldest
-        open transaction below it."""
+        open transaction below it, never below the log start (records of an
+        open transaction that DeleteRecords or retention removed; Kafka's
+        updateFirstUnstableOffset)."""
         unstable = self.first_unstable_offset
         hw = self._high_watermark
-        return hw if unstable is None or unstable >= hw else unstable
+        return hw if unstable is None or unstable >= hw else max(unstable, self.log_start_offset)
 
     @property
     def segments(self) -> list[LogSegment]:

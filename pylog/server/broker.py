@@ -26,6 +26,7 @@ from pylog.io.backend import get_backend
 from pylog.log import LogManager
 from pylog.net.listener import Listener
 from pylog.net.request_queue import RequestQueue
+from pylog.protocol import ErrorCode
 from pylog.records.markers import marker_batch
 from pylog.server import dynamic_configs, producer_state
 from pylog.server.client_quotas import ClientQuotas
@@ -169,36 +170,44 @@ class Broker:
         return found
 
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                     commit: bool) -> None:
+                     commit: bool, coordinator_epoch: int = 0) -> ErrorCode | None:
         """A transaction's COMMIT or ABORT marker into one of its partitions
-        (the coordinator's WriteTxnMarkers, local): the producer's transaction
-        there ends, the last stable offset moves, parked fetches wake."""
-        if topic == OFFSETS_TOPIC:
-            self.groups.complete_txn(partition, producer_id, producer_epoch, commit)
-            return
+        (WriteTxnMarkers: from the coordinator, local, or from an admin
+        aborting a hanging transaction): the producer's transaction there
+        ends, the last stable offset moves, parked fetches wake.  The error
+        when it is refused (no such partition, a fenced epoch); an append
+        the disk refuses takes the dir offline and raises."""
         lg = self.logs.get_log(topic, partition)
         if lg is None:
-            return  # deleted since it joined the transaction: nothing to end there
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # deleted since: nothing to end there
         state = self.producers_of(topic, partition)
-        error = state.check_marker(producer_id, producer_epoch)
+        error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         if error is not None:
             log.warning("no %s marker for producer %d epoch %d in %s-%d: %s",
                         "COMMIT" if commit else "ABORT", producer_id, producer_epoch, topic,
                         partition, error.name)
-            return
+            return error
+        if topic == OFFSETS_TOPIC:  # its producer state follows (_offsets_txn_written)
+            self.groups.complete_txn(partition, producer_id, producer_epoch, commit,
+                                     coordinator_epoch)
+            return None
         now = time.time_ns() // 1_000_000
         try:
-            result = lg.append(marker_batch(producer_id, producer_epoch, commit, 0, now))
+            result = lg.append(marker_batch(producer_id, producer_epoch, commit,
+                                            coordinator_epoch, now))
         except OSError as exc:  # as a produce append: the dir goes offline
             self.logs.failures.fail(f"Error while appending a transaction marker to "
                                     f"{topic}-{partition} in dir {self.logs.dir}", exc)
             raise
-        state.record_marker(producer_id, producer_epoch, result.base_offset, commit, 0, now)
+        state.record_marker(producer_id, producer_epoch, result.base_offset, commit,
+                            coordinator_epoch, now)
         lg.first_unstable_offset = state.first_unstable_offset()
         self.notify_append(topic, partition)
+        return None
 
     def _offsets_txn_written(self, partition: int, producer_id: int, producer_epoch: int,
-                             offset: int, commit: bool | None) -> None:
+                             offset: int, commit: bool | None,
+                             coordinator_epoch: int = 0) -> None:
         """The group coordinator wrote a TxnOffsetCommit batch (``commit``
         None) or a marker into ``__consumer_offsets``-``partition``: its
         producer state and last stable offset follow, as a produced
@@ -209,7 +218,8 @@ class Broker:
             state.record(ProducerBatch(producer_id, producer_epoch, -1, -1), offset, -1, now,
                          transactional=True)
         else:
-            state.record_marker(producer_id, producer_epoch, offset, commit, 0, now)
+            state.record_marker(producer_id, producer_epoch, offset, commit,
+                                coordinator_epoch, now)
         lg = self.logs.get_log(OFFSETS_TOPIC, partition)
         if lg is not None:
             lg.first_unstable_offset = state.first_unstable_offset()

@@ -118,9 +118,10 @@ def _read(broker: Broker, request: Request) -> Found:
                 continue
             hw = log.high_watermark
             # The last stable offset: below an open transaction's first offset
-            # (read_committed reads no further); the high watermark without one.
+            # (read_committed reads no further), not below the log start; the
+            # high watermark without one (Log.last_stable_offset, inline).
             lso = log.first_unstable_offset
-            lso = hw if lso is None or lso >= hw else lso
+            lso = hw if lso is None or lso >= hw else max(lso, log.log_start_offset)
             limit = min(partition_max_bytes, remaining)
             records: Any = b""
             try:

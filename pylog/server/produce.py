@@ -114,6 +114,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         if batch is None:
             return _error(index, ErrorCode.INVALID_RECORD,
                           "Transactional record batch without a producer id")
+        if transactional_id is None:
+            # KafkaApis.handleProduceRequest: transactional records need a
+            # transactional id the client may write as (no authorizer here).
+            return _error(index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if broker.verify_txn_partitions:
             # Kafka 3.6's verification (KIP-890): the partition must be in the
             # producer's open transaction, asked of the local coordinator.

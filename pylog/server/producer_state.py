@@ -57,7 +57,9 @@ start, retention): only expiration forgets a producer.
 
 from __future__ import annotations
 
+import bisect
 import collections
+import itertools
 import json
 import logging
 import os
@@ -152,6 +154,10 @@ class _Entry:
             maxlen=MAX_BATCHES)
 
 
+def _last_offset(aborted: tuple[int, int, int]) -> int:
+    return aborted[2]
+
+
 class PartitionProducers:
     """Sequence and transaction state of every producer writing to one partition."""
 
@@ -174,8 +180,12 @@ class PartitionProducers:
         """(producer id, first offset) of the aborted transactions a fetch
         from ``start`` that reads below ``end`` may meet (Kafka's
         collectAbortedTxns: last offset >= start, first offset < end)."""
-        return [(pid, first) for pid, first, last in self.aborted
-                if last >= start and first < end]
+        aborted = self.aborted
+        # In marker order, so by last offset: those ending before the fetch
+        # are skipped by bisection (a long-lived partition piles them up).
+        i = bisect.bisect_left(aborted, start, key=_last_offset)
+        return [(pid, first) for pid, first, _ in itertools.islice(aborted, i, None)
+                if first < end]
 
     def trim_aborted(self, log_start: int) -> None:
         """Forget the aborted transactions wholly below the log start."""
@@ -226,12 +236,16 @@ class PartitionProducers:
         if transactional and entry.txn_first < 0:
             entry.txn_first = self.ongoing[pid] = base_offset
 
-    def check_marker(self, producer_id: int, epoch: int) -> ErrorCode | None:
+    def check_marker(self, producer_id: int, epoch: int,
+                     coordinator_epoch: int = 0) -> ErrorCode | None:
         """A transaction marker may be written for this producer and epoch
-        (Kafka's appendEndTxnMarker: an older epoch is fenced)."""
+        (Kafka's appendEndTxnMarker: an older epoch is fenced, and so is an
+        older coordinator epoch than the last marker's)."""
         entry = self.producers.get(producer_id)
         if entry is not None and epoch < entry.epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
         return None
 
     def record_marker(self, producer_id: int, epoch: int, offset: int, commit: bool,

@@ -76,6 +76,7 @@ from pylog.server import (
     sync_group,
     txn_offset_commit,
     unsupported,
+    write_txn_markers,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
                    # producers and transactions (pylog.coordinator.transactions)
                    describe_producers, list_transactions, describe_transactions,
                    add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit,
+                   write_txn_markers,
                    # cluster admin that one node answers
                    describe_acls, create_acls, delete_acls, elect_leaders,
                    list_partition_reassignments, alter_partition_reassignments,

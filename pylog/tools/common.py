@@ -189,6 +189,15 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
                        help="property file with configs for the admin client")
 
 
+def exception_name(code: int) -> str:
+    """The Java exception class of an error code, as Kafka's tools print it
+    (KAFKA_STORAGE_ERROR -> ``KafkaStorageException``)."""
+    from pylog.protocol import error_name
+
+    name = error_name(code)
+    return "".join(w.capitalize() for w in name.split("_")) + "Exception"
+
+
 def error_text(exc: BaseException) -> str:
     """A librdkafka error as Kafka's tools word it: the broker's message when it
     sent one, else librdkafka's description."""

@@ -18,6 +18,7 @@ TOOL_MODULES = (
     "log_dirs",
     "get_offsets",
     "storage",
+    "transactions",
 )
 
 

@@ -17,15 +17,9 @@ import argparse
 import json
 from typing import Any
 
-from pylog.protocol import ApiKey, error_name
-from pylog.tools.common import ToolError, add_bootstrap, run_tool, split_list
+from pylog.protocol import ApiKey
+from pylog.tools.common import ToolError, add_bootstrap, exception_name, run_tool, split_list
 from pylog.tools.wire import WireClient, parse_bootstrap
-
-
-def _exception_name(code: int) -> str:
-    """Kafka prints the error's exception class name (``KafkaStorageException``)."""
-    name = error_name(code)
-    return "".join(w.capitalize() for w in name.split("_")) + "Exception"
 
 
 def _brokers(bootstrap: list[tuple[str, int]]) -> dict[int, tuple[str, int]]:
@@ -43,7 +37,7 @@ def _describe_broker(node: int, address: tuple[str, int],
         resp = client.request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
     if getattr(resp, "error_code", 0):
         raise ToolError(f"broker {node} refused DescribeLogDirs: "
-                        f"{_exception_name(resp.error_code)}")
+                        f"{exception_name(resp.error_code)}")
     return list(resp.results)
 
 
@@ -61,7 +55,7 @@ def _format(results: dict[int, list[Any]], topics: set[str] | None) -> str:
                                   "size": p.partition_size, "offsetLag": p.offset_lag,
                                   "isFuture": bool(p.is_future_key)})
             dirs.append({"logDir": d.log_dir,
-                         "error": _exception_name(d.error_code) if d.error_code else None,
+                         "error": exception_name(d.error_code) if d.error_code else None,
                          "partitions": parts})
         brokers.append({"broker": node, "logDirs": dirs})
     return json.dumps({"version": 1, "brokers": brokers}, separators=(",", ":"))

@@ -52,7 +52,7 @@ SPEC_VERSIONS = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0), ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3), ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
-    ApiKey.END_TXN: (0, 3), ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.END_TXN: (0, 3), ApiKey.TXN_OFFSET_COMMIT: (0, 3), ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1), ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
@@ -68,7 +68,7 @@ def test_api_versions_lists_only_implemented(broker) -> None:
             assert keys[key] == versions, key
         # Other APIs (group and transaction ones) are advertised only by the
         # modules that implement them.
-        assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.WRITE_TXN_MARKERS not in keys
+        assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.CONSUMER_GROUP_HEARTBEAT not in keys
 
 
 def test_unknown_api_versions_version_gets_unsupported_version(broker) -> None:
@@ -637,24 +637,27 @@ def test_compressed_batches_are_checked_inside(broker, topic) -> None:
 
 
 def test_batches_kafka_refuses_before_the_log(broker, topic) -> None:
-    """As Kafka's ProduceRequest.validateRecords and LogValidator: no batch at
-    all, an idempotent batch without a sequence, a transactional batch whose
-    producer has no transaction with the partition in it, and a client's
-    LogAppendTime batch are each refused with Kafka's error, and nothing is
-    appended."""
+    """As Kafka's ProduceRequest.validateRecords, KafkaApis and LogValidator:
+    no batch at all, an idempotent batch without a sequence, a transactional
+    batch without a transactional id, or whose producer has no transaction
+    with the partition in it, and a client's LogAppendTime batch are each
+    refused with Kafka's error, and nothing is appended."""
+    txn = batch(producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
     with RawClient(broker.bootstrap) as c:
         metadata(c, topic)
-        cases = [(b"", ErrorCode.INVALID_RECORD, "at least one record batch"),
-                 (None, ErrorCode.INVALID_RECORD, "at least one record batch"),
+        cases = [(b"", ErrorCode.INVALID_RECORD, "at least one record batch", None),
+                 (None, ErrorCode.INVALID_RECORD, "at least one record batch", None),
                  (batch(producer_id=7, producer_epoch=0, base_sequence=-1),
-                  ErrorCode.INVALID_RECORD, "Invalid sequence number -1"),
-                 (batch(producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True),
-                  ErrorCode.INVALID_TXN_STATE, "not in an ongoing transaction"),
-                 (batch(timestamp_type=1), ErrorCode.INVALID_TIMESTAMP, "LogAppendTime")]
-        for records, code, text in cases:
-            p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(topic, 0, records)))
+                  ErrorCode.INVALID_RECORD, "Invalid sequence number -1", None),
+                 (txn, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, None),
+                 (txn, ErrorCode.INVALID_TXN_STATE, "not in an ongoing transaction", "t-id"),
+                 (batch(timestamp_type=1), ErrorCode.INVALID_TIMESTAMP, "LogAppendTime", None)]
+        for records, code, text, txn_id in cases:
+            body = produce_body(topic, 0, records)
+            body["transactional_id"] = txn_id
+            p = partition_response(c.request(ApiKey.PRODUCE, 9, body))
             assert (p.error_code, p.base_offset) == (code, -1), records
-            assert text in p.error_message
+            assert text is None or text in p.error_message
         assert latest_offset(c, topic) == 0
         p = partition_response(c.request(ApiKey.PRODUCE, 9, produce_body(
             topic, 0, batch(producer_id=7, producer_epoch=0, base_sequence=0))))

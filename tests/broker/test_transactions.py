@@ -15,9 +15,10 @@ import uuid
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_wire import RawClient
+from kafka_wire import RawClient, produce_body
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.records import BatchBuilder
 
 PARTITIONS = 2
 
@@ -339,6 +340,67 @@ def test_coordinator_errors(broker, topic) -> None:
         assert r.unknown_state_filters == ["Nope"]
         assert [(s.transactional_id, s.transaction_state) for s in r.transaction_states] == [
             (f"{topic}-t", "CompleteAbort")]
+
+        # Partition verification: only the coordinator's epoch writes into its
+        # transaction (a newer one would hold the stable offset for good), and
+        # only under a transactional id.
+        def produce(epoch: int, txn_id: str | None = f"{topic}-t") -> int:
+            b = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                             is_transactional=True)
+            b.append(int(time.time() * 1000), b"k", b"v")
+            body = produce_body(topic, 0, b.build())
+            body["transactional_id"] = txn_id
+            return c.request(ApiKey.PRODUCE, 9, body).responses[0].partition_responses[
+                0].error_code
+
+        assert add(pid, 0, [0]) == {0: 0}
+        assert produce(1) == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert produce(0, None) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert produce(0) == 0
+        assert end(True) == 0
+    # Ended: nothing of the producer's holds the stable offsets back.
+    assert (_end_offsets(bs, topic, "read_committed")
+            == _end_offsets(bs, topic, "read_uncommitted"))
+
+
+def test_stable_offset_never_below_the_log_start(broker, topic) -> None:
+    """DeleteRecords past the start of an open transaction: read_committed's
+    end is the log start (Kafka's updateFirstUnstableOffset), never below its
+    earliest offset, until the transaction ends."""
+    bs = broker.bootstrap
+    _create(bs, topic, 1)
+    p = _producer(bs, f"{topic}-txn")
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(topic, f"open-{i:04d}".encode(), partition=0)
+    p.flush(20)
+    with RawClient(bs) as c:
+        r = c.request(ApiKey.DELETE_RECORDS, 2, {"topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "offset": 6}]}], "timeout_ms": 5000})
+        assert r.topics[0].partitions[0].error_code == 0
+
+        def list_offset(timestamp: int, isolation: int) -> int:
+            r = c.request(ApiKey.LIST_OFFSETS, 7, {"replica_id": -1,
+                                                    "isolation_level": isolation,
+                                                    "topics": [{"name": topic, "partitions": [
+                                                        {"partition_index": 0,
+                                                         "timestamp": timestamp}]}]})
+            return r.topics[0].partitions[0].offset
+
+        assert (list_offset(-2, 1), list_offset(-1, 1)) == (6, 6)
+        assert list_offset(-1, 0) == 10
+        r = c.request(ApiKey.FETCH, 11, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 1, "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "forgotten_topics_data": [], "topics": [{"topic": topic, "partitions": [
+                {"partition": 0, "fetch_offset": 6, "partition_max_bytes": 1 << 20}]}]})
+        fetched = r.responses[0].partitions[0]
+        assert (fetched.error_code, fetched.high_watermark, fetched.last_stable_offset,
+                fetched.log_start_offset) == (0, 10, 6, 6)
+        p.commit_transaction(20)
+        assert list_offset(-1, 1) == 11  # the marker's offset + 1
+    assert _values(_read(bs, topic, "read_committed", 1)) == [
+        f"open-{i:04d}".encode() for i in range(6, 10)]
 
 
 def test_aiokafka_transactional_producer(broker, topic) -> None:

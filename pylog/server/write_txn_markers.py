@@ -1,0 +1,52 @@
+"""WriteTxnMarkers: transaction markers written into partitions on request.
+
+In Kafka the transaction coordinator sends it to each partition's leader to
+end a transaction there, and an operator's ``kafka-transactions.sh abort``
+(KIP-664) sends it to end a *hanging* transaction, one that left a partition
+unstable with no coordinator left to end it.  On one pylog node the
+coordinator writes its markers directly (``Broker.write_marker``); this API
+is that same call for a request from outside.
+
+As Kafka 3.6's KafkaApis.handleWriteTxnMarkersRequest, per partition: one
+this node does not host is UNKNOWN_TOPIC_OR_PARTITION; an epoch older than
+the producer's is INVALID_PRODUCER_EPOCH, a coordinator epoch older than the
+producer's last marker's TRANSACTION_COORDINATOR_FENCED (ProducerStateManager's
+appendEndTxnMarker); a marker in ``__consumer_offsets`` applies or drops the
+transaction's offsets too.  The marker is written as the coordinator's
+(acks=all, which one node meets at once).  pylog has no authorizer, so no
+ClusterAction check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pylog.log.errors import LogClosedError
+from pylog.protocol import ApiKey, ErrorCode
+
+if TYPE_CHECKING:
+    from pylog.server.broker import Broker
+
+API_KEY = ApiKey.WRITE_TXN_MARKERS
+VERSIONS = (0, 1)
+
+
+def _write(broker: Broker, topic: str, partition: int, marker: Any) -> int:
+    if broker.topics.get(topic) is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        error = broker.write_marker(topic, partition, marker.producer_id, marker.producer_epoch,
+                                    marker.transaction_result, marker.coordinator_epoch)
+    except (OSError, LogClosedError):  # the dir went offline, or the node is stopping
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE if error is None else error
+
+
+def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+    return {"markers": [
+        {"producer_id": m.producer_id, "topics": [
+            {"name": t.name, "partitions": [
+                {"partition_index": p, "error_code": _write(broker, t.name, p, m)}
+                for p in t.partition_indexes]}
+            for t in m.topics]}
+        for m in body.markers]}
