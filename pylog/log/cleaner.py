@@ -564,7 +564,10 @@ class LogCleaner:
                 pos, size = 0, len(buf)
                 while pos < size:
                     self._check_stop()
-                    pos = txns.scan(buf, pos, min(size, pos + window), stop_offset)
+                    end = min(size, pos + window)
+                    pos = txns.scan(buf, pos, end, stop_offset)
+                    if pos < end:  # a batch at stop_offset: nothing more to read
+                        break
         txns.done()
         return txns
 
