@@ -34,6 +34,7 @@ from pylog.coordinator.offsets_store import (
     OffsetsStore,
     Pending,
     committed_entries,
+    supersede_pending,
 )
 from pylog.coordinator.records import OffsetAndMetadata
 from pylog.log import RecordBatchTooLargeError
@@ -922,6 +923,10 @@ class GroupCoordinator:
             error = self._store(group, entries, producer)
             if error == E.NONE and producer is None:
                 group.offsets.update(values)
+                if self.pending_txn:  # newer than any open transaction's value of these
+                    supersede_pending(self.pending_txn,
+                                      self.store.partition_for(group.group_id),
+                                      {k for k, _ in entries})
             elif error == E.NONE:  # counted at the transaction's COMMIT marker
                 self.pending_txn.setdefault(
                     (self.store.partition_for(group.group_id), producer[0]), []).extend(entries)

@@ -203,13 +203,24 @@ class OffsetsStore:
 Pending = dict[tuple[int, int], list[Entry]]  # (partition, producer id) -> its records
 
 
+def supersede_pending(pending: Pending, partition: int, keys: set[bytes]) -> None:
+    """Plain values of ``keys`` were written to ``partition``: the pending
+    transactional records of those keys, written before them, will not count
+    at their COMMIT marker (Kafka materializes a transactional offset only
+    over an older one: CommitRecordMetadataAndOffset.olderThan)."""
+    for (p, _), entries in pending.items():
+        if p == partition and any(k in keys for k, _ in entries):
+            entries[:] = [e for e in entries if e[0] not in keys]
+
+
 def committed_entries(events: Iterator[tuple[int, Event]],
                       pending: Pending) -> Iterator[tuple[int, Entry]]:
     """(partition, entry) of the records that count, in log order: the plain
     ones, and a transaction's once its COMMIT marker is read (at the marker's
-    place, as Kafka's loaders apply them); an aborted transaction's records
-    are dropped, and those of a transaction still open are left in
-    ``pending`` (a marker written later applies or drops them)."""
+    place, as Kafka's loaders apply them, and only where no plain value of
+    the key came between); an aborted transaction's records are dropped, and
+    those of a transaction still open are left in ``pending`` (a marker
+    written later applies or drops them)."""
     for partition, (pid, marker, key, value) in events:
         if marker is not None:
             done = pending.pop((partition, pid), [])
@@ -219,4 +230,6 @@ def committed_entries(events: Iterator[tuple[int, Event]],
         elif pid >= 0:
             pending.setdefault((partition, pid), []).append((key, value))
         else:
+            if pending and value is not None:
+                supersede_pending(pending, partition, {key})
             yield partition, (key, value)

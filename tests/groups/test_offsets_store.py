@@ -239,3 +239,25 @@ def test_an_unreadable_record_is_skipped_at_load(tmp_path: Path, caplog) -> None
     assert len(skipped) == 2 * len(garbage)
     assert all(OFFSETS_TOPIC in r.getMessage() for r in skipped)
     topics.logs.close()
+
+
+def test_a_plain_commit_after_a_transactional_one_wins_at_its_commit(tmp_path: Path) -> None:
+    """As Kafka's completePendingTxnOffsetCommit: at the COMMIT marker a
+    transaction's offset replaces only an older one.  A plain commit written
+    between the TxnOffsetCommit and the marker stays; one written before is
+    replaced; the same after loading the log again."""
+    clock = Clock()
+    c, topics = coordinator(tmp_path, clock)
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 3), OffsetCommit("t", 1, 3)])
+    assert c.commit_txn_offsets("g", 5, 0, -1, "", None, [
+        OffsetCommit("t", 0, 7), OffsetCommit("t", 1, 7)]) == {("t", 0): 0, ("t", 1): 0}
+    c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 1, 9)])  # after the transaction's
+    assert c.pending_txn_offsets("g") == {("t", 0)}
+    c.complete_txn(c.store.partition_for("g"), 5, 0, True)
+    want = {("t", 0): 7, ("t", 1): 9}
+    assert {tp: o.offset for tp, o in c.fetch_offsets("g", None).items()} == want
+    topics.logs.close()
+
+    again, topics = coordinator(tmp_path, clock)
+    assert {tp: o.offset for tp, o in again.fetch_offsets("g", None).items()} == want
+    topics.logs.close()
