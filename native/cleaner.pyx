@@ -37,9 +37,11 @@ cleaner (``pylog/log/cleaner.py``) uses them:
    COMMIT or ABORT marker that ends it.  A committed transaction's records
    count as plain ones (mapped, kept or removed by key); an aborted one's
    batches are dropped whole and never mapped; a transaction whose marker
-   is not in the scanned part is undecided: its records stay out of the
-   map (an abort must not remove the value before them) and go only when a
-   later record has their key.  A COMMIT marker stays while any batch of
+   is not in the scanned part (the whole log, so: one still open) is
+   undecided: the map stops before its first batch (an abort must not
+   remove the value before its records, and the clean part must not pass
+   records not mapped), and the filter removes them only when a later
+   record has their key.  A COMMIT marker stays while any batch of
    its transaction keeps records; after that it is given a delete horizon
    as a tombstone's batch is, and dropped by the first clean after it.
    ABORT markers stay: the partition's list of aborted transactions (what
@@ -87,6 +89,7 @@ cdef enum:
     RUN_LIMIT = 4      # the output reached its limit
     RUN_NOMEM = 5
     RUN_REBUILD = 6    # (_settle) the kept records need their batch's new header
+    RUN_UNDECIDED = 7  # (the map) the batch at pos is of a transaction with no marker
 
 # A slot is empty when its offset is EMPTY (offsets are >= 0).
 cdef int64_t EMPTY = -1
@@ -467,6 +470,9 @@ cdef class OffsetMap:
     # The transactions of the add_batches call in progress (NULL: none known)
     cdef txn_range *txns
     cdef Py_ssize_t ntxns
+    cdef bint txn_aware
+    # add_batches stopped at a batch of an undecided transaction (see _mapped)
+    cdef readonly bint undecided
 
     def __cinit__(self, Py_ssize_t memory, double load_factor=0.9,
                   Py_ssize_t initial_slots=4096):
@@ -603,20 +609,26 @@ cdef class OffsetMap:
                     return RUN_NOMEM
         return RUN_END
 
-    cdef inline bint _mapped(self, const uint8_t *b) noexcept nogil:
-        """Whether the keys of batch ``b`` go in the map: a plain batch or one
-        of a committed transaction (never a marker, an aborted or undecided
-        transaction's batch)."""
+    cdef inline int _mapped(self, const uint8_t *b) noexcept nogil:
+        """Whether the keys of batch ``b`` go in the map (1): a plain batch or
+        one of a committed transaction; never a marker, an aborted or (without
+        a scan) undecided transaction's batch (0).  With a scan, an undecided
+        one stops the map there (-1): what lies past it may not be called
+        clean until its transaction has ended."""
         cdef txn_range *found
+        cdef int kind
         if rd16(b + OFF_ATTRIBUTES) & ATTR_CONTROL:
-            return False
-        return _txn_of(self.txns, self.ntxns, b, &found) in (TXN_NONE, TXN_COMMITTED)
+            return 0
+        kind = _txn_of(self.txns, self.ntxns, b, &found)
+        if kind == TXN_UNDECIDED and self.txn_aware:
+            return -1
+        return kind == TXN_NONE or kind == TXN_COMMITTED
 
     cdef int _map_run(self, const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t *pos,
                       Py_ssize_t end, int64_t stop_offset) noexcept nogil:
         """Map uncompressed batches from pos[0] until one that needs the GIL,
         the end, a batch at or past ``stop_offset`` or a full map."""
-        cdef int size, rc
+        cdef int size, rc, mapped
         cdef const uint8_t *b
         cdef int64_t base
         cdef int32_t count
@@ -628,7 +640,10 @@ cdef class OffsetMap:
             base = <int64_t>rd64(b)
             if base >= stop_offset:
                 return RUN_END
-            if self._mapped(b):
+            mapped = self._mapped(b)
+            if mapped < 0:
+                return RUN_UNDECIDED
+            if mapped:
                 count = <int32_t>rd32(b + OFF_RECORD_COUNT)
                 if count < 0:
                     return RUN_CORRUPT
@@ -649,7 +664,9 @@ cdef class OffsetMap:
         batches: the last may run past ``end``) whose base offset is below
         ``stop_offset``; with ``txns`` (scanned, done), those of committed
         transactions too.  Returns (position reached, full): ``full`` when
-        the batch at that position would not fit in the map."""
+        the batch at that position would not fit in the map, or (then
+        :attr:`undecided` is set) is of a transaction ``txns`` found no
+        marker for: the map ends before it."""
         cdef Py_buffer view
         cdef Py_ssize_t pos = start
         cdef int rc = RUN_END
@@ -659,6 +676,7 @@ cdef class OffsetMap:
             raise ValueError("transactions not done()")
         if txns is not None:
             self.txns, self.ntxns = txns.ranges, txns.n
+        self.txn_aware = txns is not None
         _get_buffer(buf, &view)
         try:
             if start < 0 or end > view.len:
@@ -683,7 +701,8 @@ cdef class OffsetMap:
             PyBuffer_Release(&view)
             self.txns, self.ntxns = NULL, 0
         _check_rc(rc, pos)
-        return pos, rc == RUN_FULL
+        self.undecided = rc == RUN_UNDECIDED
+        return pos, rc == RUN_FULL or rc == RUN_UNDECIDED
 
 
 cdef bytes _inflate(const uint8_t *b, int size, Py_ssize_t pos):

@@ -41,12 +41,13 @@ def _marker(offset: int, pid: int, commit: bool, ts: int, horizon: int | None = 
 
 
 def _random_log(seed: int, batches: int = 120, keys: int = 15,
-                codecs: tuple[int, ...] = (0, 1, 2, 3, 4)) -> bytes:
+                codecs: tuple[int, ...] = (0, 1, 2, 3, 4), leave_open: bool = False) -> bytes:
     """Consecutive batches from offset 0; some with offset gaps; some of
     idempotent producers; some of transactions of four producers, each
-    ended by a COMMIT or ABORT marker or left open, with markers of
-    transactions that have no batch here (their records cleaned already, or
-    none written), some with a delete horizon as a clean leaves them."""
+    ended by a COMMIT or ABORT marker (or, ``leave_open``, some left open),
+    with markers of transactions that have no batch here (their records
+    cleaned already, or none written), some with a delete horizon as a clean
+    leaves them."""
     rng = random.Random(seed)
     out = bytearray()
     offset = 0
@@ -88,6 +89,9 @@ def _random_log(seed: int, batches: int = 120, keys: int = 15,
         out += b.build()
         offset += delta + 1
         ts += rng.randrange(0, 100)
+    for pid in sorted(open_txns) if not leave_open else ():
+        out += _marker(offset, pid, rng.random() < 0.6, ts)
+        offset += 1
     return bytes(out)
 
 
@@ -126,9 +130,12 @@ class _Txns:
 def _latest(buf, stop_offset: int = 2**63 - 1, txns: _Txns | None = None) -> dict[bytes, int]:
     """The reference map: key -> latest offset, batches based below
     ``stop_offset``; without ``txns`` no transaction's records (an aborted
-    one must not remove a committed value), with it committed ones."""
+    one must not remove a committed value), with it committed ones, up to
+    the first batch of a transaction still open."""
     latest: dict[bytes, int] = {}
     for batch in read_batches(buf):
+        if txns is not None and not batch.is_control and txns.of(batch)[0] == "undecided":
+            break
         if batch.base_offset >= stop_offset or batch.is_control:
             continue
         if batch.is_transactional and (txns is None or txns.of(batch)[0] != "committed"):
@@ -185,7 +192,7 @@ def _native_map(buf, memory: int = 1 << 20, stop_offset: int = 2**63 - 1,
                 txns: TxnRanges | None = None) -> OffsetMap:
     m = OffsetMap(memory)
     pos, full = m.add_batches(buf, 0, len(buf), stop_offset, txns)
-    assert not full
+    assert full == m.undecided  # never for want of room here
     return m
 
 
@@ -564,3 +571,28 @@ def test_transaction_scan_with_many_producers_open_at_once() -> None:
     for batch in read_batches(log):
         if not batch.is_control:
             assert txns.lookup(batch.producer_id, batch.base_offset) == ref.of(batch)[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_map_stops_before_a_transaction_still_open(seed: int) -> None:
+    """A transaction with no marker in the log (still open): the map ends
+    before its first batch (what lies past it is not clean until it ends),
+    and the filter removes its records only where a mapped record of the key
+    is later."""
+    buf = _random_log(seed, leave_open=True)
+    ref = _Txns(buf)
+    txns = _native_txns(buf)
+    assert txns.open == ref.open > 0
+    m = _native_map(buf, txns=txns)
+    assert m.undecided
+    batches = list(read_batches(buf))
+    first_open = next(i for i, b in enumerate(batches)
+                      if not b.is_control and ref.of(b)[0] == "undecided")
+    if first_open:
+        last = batches[first_open - 1]
+        assert m.latest_offset == last.base_offset + last.last_offset_delta
+    latest = _latest(buf, txns=ref)
+    assert m.size == len(latest)
+    assert all(m.get(key) == offset for key, offset in latest.items())
+    out, _ = _filter(m, buf, NOW, txns=txns)
+    _check_output(buf, out, latest, NOW, ref)

@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 T = TxnState
 TopicPartition = tuple[str, int]
+# The coordinator epoch of every marker this node's coordinator writes: in
+# Kafka the leader epoch of the __transaction_state partition, which on one
+# node never moves.
+COORDINATOR_EPOCH = 0
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a new id
 # Writes a marker: (topic, partition, producer id, epoch, commit); a refusal
 # (a fenced epoch, a partition deleted since) is logged by the writer and

@@ -26,12 +26,12 @@ threads (``log.cleaner.threads``) each take the filthiest log in turn:
    the last old segment's modification time, and swapped in by
    ``Log.replace_segments`` (``*.swap``, then the old ones become
    ``*.deleted``).
-   Transactions: before the map, a scan of the batch headers from the log
-   start finds where each transaction ends.  An aborted one's batches go
+   Transactions: before the map, a scan of the batch headers of the whole
+   log finds where each transaction ends.  An aborted one's batches go
    whole; a committed one's records count as plain ones, and its COMMIT
    marker goes as a tombstone does once none of its records is left; the
-   records of one whose marker lies past the cleanable part are kept out of
-   the map.  ABORT markers stay (see ``native/cleaner.pyx``).
+   map stops before a batch of one with no marker yet.  ABORT markers stay
+   (see ``native/cleaner.pyx``).
 4. **Checkpoint.**  The mapped end becomes the log's first dirty offset.
 
 Offsets never change: a cleaned log has gaps, and consumers skip them.  Only
@@ -511,8 +511,10 @@ class LogCleaner:
         stats = CleanStats(lg.topic, lg.partition, target.first_dirty)
         segments = lg.segments
         window = max(self.config.io_buffer_size, 64 * 1024)
-        # 0. the transactions ended in the cleanable part, from the log start
-        txns = self._scan_transactions(lg, segments, target.first_uncleanable, window)
+        # 0. the transactions ended by a marker anywhere in the log (Kafka
+        # reads its transaction index to the log end): one of the cleanable
+        # part whose marker is in the active segment counts as ended
+        txns = self._scan_transactions(lg, segments, window)
         stats.transactions = len(txns)
         # 1. the offset map over the dirty segments
         offsets = OffsetMap(self.config.map_memory, self.config.io_buffer_load_factor)
@@ -532,6 +534,13 @@ class LogCleaner:
                     self._throttler.add(pos - start)
             if full:
                 break
+        if offsets.latest_offset < target.first_dirty and offsets.undecided:
+            # The first dirty batch is of a transaction with no marker yet:
+            # nothing to clean before it ends (first_unstable_offset normally
+            # keeps such a log from being chosen).
+            log.debug("%s-%d: not cleaned, a transaction is open at its first dirty offset",
+                      lg.topic, lg.partition)
+            raise _Aborted()
         if offsets.latest_offset < target.first_dirty:
             raise RuntimeError(f"the offset map ({self.config.map_memory} bytes) has no room "
                                f"for the first dirty batch at {target.first_dirty}; raise "
@@ -552,22 +561,19 @@ class LogCleaner:
         stats.elapsed_s = time.monotonic() - started
         return stats
 
-    def _scan_transactions(self, lg: Log, segments: list[LogSegment], stop_offset: int,
+    def _scan_transactions(self, lg: Log, segments: list[LogSegment],
                            window: int) -> TxnRanges:
-        """Every transaction ended by a marker below ``stop_offset`` (a
-        segment base), from the batch headers of the segments before it."""
+        """Every transaction ended by a marker, from the batch headers of the
+        whole log, the active segment as far as it is written now.  (Kafka
+        reads its .txnindex files; pylog reads each header, a page of I/O per
+        batch at worst.)"""
         txns = TxnRanges()
-        for segment in segments[:-1]:
-            if segment.base_offset >= stop_offset:
-                break
+        for segment in segments:
             with self._mapped(lg, segment) as buf:
                 pos, size = 0, len(buf)
                 while pos < size:
                     self._check_stop()
-                    end = min(size, pos + window)
-                    pos = txns.scan(buf, pos, end, stop_offset)
-                    if pos < end:  # a batch at stop_offset: nothing more to read
-                        break
+                    pos = txns.scan(buf, pos, min(size, pos + window))
         txns.done()
         return txns
 

@@ -316,7 +316,9 @@ IGNORED = frozenset({
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "zookeeper.connect", "zookeeper.connection.timeout.ms",
-    "controller.quorum.voters", "broker.rack", "replica.lag.time.max.ms",
+    "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr", "broker.rack", "replica.lag.time.max.ms",
     "unclean.leader.election.enable", "auto.leader.rebalance.enable",
     "metadata.log.dir",
 })
@@ -501,9 +503,10 @@ class BrokerConfig:
         names = {ep.name for ep in clients}
         for ep in self["advertised.listeners"] or ():
             if ep.name in controllers:
-                raise ConfigError("advertised.listeners must not contain KRaft controller "
-                                  f"listeners from controller.listener.names ({ep.name}): "
-                                  "clients only send requests to brokers")
+                # Kafka 3.6 refuses it; 3.9+ (KIP-853) advertises the
+                # controller to other controllers, as Kafka 4.0's stock
+                # server.properties does.  Clients are never told of it.
+                continue
             if ep.name not in names:
                 raise ConfigError(f"advertised.listeners: listener {ep.name} is not one "
                                   "of the listeners")
@@ -524,9 +527,11 @@ class BrokerConfig:
         return tuple(ep for ep in self["listeners"] if ep.name in names)
 
     def advertised(self, bound_port: int | None = None) -> Endpoint:
-        """The endpoint clients are told to use: advertised.listeners, else the
-        listener (wildcard host -> this host's name, port 0 -> the bound port)."""
-        adv = self["advertised.listeners"]
+        """The endpoint clients are told to use: advertised.listeners (less a
+        controller's), else the listener (wildcard host -> this host's name,
+        port 0 -> the bound port)."""
+        names = {ep.name for ep in self.listeners}
+        adv = [ep for ep in self["advertised.listeners"] or () if ep.name in names]
         if adv:
             return adv[0]
         ep = self.listeners[0]

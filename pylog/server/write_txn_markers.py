@@ -15,17 +15,28 @@ appendEndTxnMarker); a marker in ``__consumer_offsets`` applies or drops the
 transaction's offsets too.  The marker is written as the coordinator's
 (acks=all, which one node meets at once).  pylog has no authorizer, so no
 ClusterAction check.
+
+One departure: a coordinator epoch above this node's coordinator's (0: the
+epoch of a ``__transaction_state`` leader that never moves) is refused with
+INVALID_REQUEST.  Kafka takes it, and its coordinator's epoch grows past it in
+time; here it would fence every later marker of the producer's transactions
+in the partition for good, holding its stable offset (an operator's
+``abort --coordinator-epoch 1``).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+from pylog.coordinator.transactions import COORDINATOR_EPOCH
 from pylog.log.errors import LogClosedError
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
+
+log = logging.getLogger(__name__)
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (0, 1)
@@ -34,6 +45,11 @@ VERSIONS = (0, 1)
 def _write(broker: Broker, topic: str, partition: int, marker: Any) -> int:
     if broker.topics.get(topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if marker.coordinator_epoch > COORDINATOR_EPOCH:
+        log.warning("WriteTxnMarkers for producer %d in %s-%d refused: coordinator epoch %d "
+                    "is newer than this node's coordinator's (%d)", marker.producer_id, topic,
+                    partition, marker.coordinator_epoch, COORDINATOR_EPOCH)
+        return ErrorCode.INVALID_REQUEST
     try:
         error = broker.write_marker(topic, partition, marker.producer_id, marker.producer_epoch,
                                     marker.transaction_result, marker.coordinator_epoch)

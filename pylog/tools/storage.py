@@ -155,6 +155,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fmt.add_argument("--release-version", "-r",
                      help=f"The release version to use for the initial metadata.version "
                           f"(3.0-IV1 to {DEFAULT_RELEASE}; the default is {DEFAULT_RELEASE})")
+    quorum = fmt.add_mutually_exclusive_group()
+    quorum.add_argument("--standalone", "-s", action="store_true",
+                        help="Used to initialize a single-node quorum controller quorum "
+                             "(accepted: a pylog node keeps the metadata itself)")
+    quorum.add_argument("--initial-controllers", "-I", help="controller quorum voters "
+                        "(accepted, unused: a pylog node keeps the metadata itself)")
     rnd = commands.add_parser("random-uuid", help="Print a random UUID.")
     info.set_defaults(func=run_tool(_info))
     fmt.set_defaults(func=run_tool(_format))

@@ -120,6 +120,47 @@ def test_compaction_of_a_topic_written_in_transactions(start_broker, tmp_path, t
     assert got == want + [(f"k{i}".encode(), f"after-{i}".encode()) for i in range(KEYS)]
 
 
+def test_a_key_deleted_in_a_transaction_whose_marker_is_in_the_active_segment(
+        start_broker, tmp_path, topic) -> None:
+    """A committed transactional tombstone whose COMMIT marker is still in the
+    active segment when the tombstone's segment is cleaned: the transaction
+    counts as committed (the cleaner reads markers to the log end), so the
+    older plain value goes, and the key stays deleted once the tombstone's
+    horizon has passed."""
+    b = start_broker(FAST_CLEANER, log_dir=tmp_path / "data")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={
+        "cleanup.policy": "compact", "segment.bytes": "2000",
+        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})])[topic].result(20)
+    plain = ck.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
+
+    def fill(n: int) -> None:
+        for i in range(n):
+            plain.produce(topic, b"." * 100, f"f{i % 5}".encode(), partition=0)
+            plain.flush(20)
+
+    plain.produce(topic, b"OLD", b"victim", partition=0)
+    fill(30)
+    p = _producer(b.bootstrap, f"{topic}-txn")
+    p.begin_transaction()
+    p.produce(topic, None, b"victim", partition=0)
+    p.flush(20)
+    fill(25)  # the tombstone's segment rolls; the marker goes to the active one
+    p.commit_transaction(20)
+
+    def victim(isolation: str) -> list[bytes | None]:
+        return [v for k, v in _read(b.bootstrap, topic, isolation) if k == b"victim"]
+
+    def gone() -> bool:
+        fill(5)  # the cleaner comes back
+        seen = victim("read_uncommitted")
+        assert b"OLD" not in seen or None in seen, "the deleted key came back"
+        return not seen
+
+    wait_for(gone, 60, "the tombstone and the value before it cleaned away")
+    assert victim("read_committed") == []
+
+
 def _offsets_end(bootstrap: str, partition: int, isolation: str) -> int:
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks",
                      "isolation.level": isolation})

@@ -111,6 +111,32 @@ def test_kraft_quickstart(pylog, tmp_path) -> None:
     assert (log_dir / "quickstart-events-0").is_dir()
 
 
+def test_kafka_4_server_properties(pylog, tmp_path) -> None:
+    """Kafka 3.9+/4.0's stock server.properties (KIP-853: controllers found
+    through controller.quorum.bootstrap.servers, the controller advertised,
+    share-group keys) and its quickstart's ``format --standalone``: accepted,
+    and clients are told only of the broker listener."""
+    config, port, log_dir = _kraft_config(
+        tmp_path, controller_quorum_voters=None,
+        controller_quorum_bootstrap_servers="localhost:9093",
+        advertised_listeners=None, share_coordinator_state_topic_replication_factor="1",
+        share_coordinator_state_topic_min_isr="1")
+    text = config.read_text().replace(
+        "inter.broker.listener.name=PLAINTEXT",
+        f"advertised.listeners=CONTROLLER://localhost:9093,PLAINTEXT://localhost:{port}")
+    config.write_text(text)
+    out = pylog("storage", "format", "--standalone", "-t", "biyqvtpDTBq9dsHTrMd1pw",
+                "-c", str(config))
+    assert out.returncode == 0, out.stderr
+    node = BrokerProcess(log_dir, port=port, config=config, own_listener=False).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        described = admin.describe_cluster().result(15)
+        assert [(n.host, n.port) for n in described.nodes] == [("localhost", port)]
+    finally:
+        node.stop()
+
+
 @pytest.mark.parametrize(("args", "error"), [
     (["-t", "foo"], "Cluster ID string foo does not appear to be a valid UUID: Input string "
                     "`foo` decoded as 2 bytes, which is not equal to the expected 16 bytes of "
@@ -141,8 +167,8 @@ def test_format_needs_kraft(pylog, tmp_path) -> None:
                                           "one value when running in KRaft mode"),
     ({"controller_listener_names": "OTHER"}, "controller.listener.names must contain at least "
                                              "one value appearing in the 'listeners'"),
-    ({"advertised_listeners": "PLAINTEXT://localhost:1,CONTROLLER://localhost:2"},
-     "advertised.listeners must not contain KRaft controller listeners"),
+    ({"advertised_listeners": "PLAINTEXT://localhost:1,EXTERNAL://localhost:2"},
+     "advertised.listeners: listener EXTERNAL is not one of the listeners"),
     ({"listener_security_protocol_map": "CONTROLLER:PLAINTEXT,PLAINTEXT:SSL"},
      "listeners: listener PLAINTEXT uses SSL; pylog serves PLAINTEXT only"),
     ({"listener_security_protocol_map": "CONTROLLER:PLAINTEXT"},
