@@ -293,12 +293,17 @@ cdef class TxnRanges:
     cdef Py_ssize_t open_slots
     cdef Py_ssize_t open_used
     cdef readonly bint sorted
+    # The offset after the last batch scanned (-1: none), and how many of
+    # the batches scanned were transactional (records or markers).
+    cdef readonly int64_t next_offset
+    cdef readonly int64_t transactional
 
     def __cinit__(self):
         self.ranges = NULL
         self.n = self.cap = 0
         self.open_slots = 16
         self.open_used = 0
+        self.next_offset = -1
         self.open_pid = <int64_t *>malloc(16 * sizeof(int64_t))
         self.open_first = <int64_t *>malloc(16 * sizeof(int64_t))
         cdef int i
@@ -409,9 +414,11 @@ cdef class TxnRanges:
             if <int64_t>rd64(b) >= stop_offset:
                 return RUN_END
             if rd16(b + OFF_ATTRIBUTES) & ATTR_TRANSACTIONAL:
+                self.transactional += 1
                 rc = self._batch(b, size)
                 if rc != RUN_END:
                     return rc
+            self.next_offset = <int64_t>rd64(b) + <int32_t>rd32(b + OFF_LAST_OFFSET_DELTA) + 1
             pos[0] += size
         return RUN_END
 

@@ -22,7 +22,8 @@ from log_helpers import read_log
 from pylog.log import Log
 from pylog.log.cleaner import LogCleaner, cleanable
 from pylog.log.config import CleanerConfig, LogConfig
-from pylog.records import build_batch
+from pylog.records import BatchBuilder, build_batch
+from pylog.records.markers import marker_batch
 
 Produced = list[tuple[bytes, bytes | None]]  # by offset
 
@@ -316,4 +317,43 @@ def test_stop_mid_clean_removes_its_cleaned_files(tmp_path: Path) -> None:
     _check_nothing_lost(got, produced, 0)
     # Whatever was swapped in before the stop is a correct clean of a prefix.
     assert set(got) <= set(before)
+    lg.close()
+
+
+def test_a_log_never_written_in_transactions_has_its_headers_scanned_once(
+        tmp_path: Path) -> None:
+    """The transaction scan reads the whole log's headers; once it found no
+    transactional batch below an offset, later cleans start there.  A log
+    with a transaction in it is read from its start every time."""
+    rng = random.Random(5)
+    lg = Log.open(tmp_path / "t-0", _config())
+    produced: Produced = []
+    _append(lg, produced, _updates(rng, 600, 20))
+    lg.flush()
+    cleaner = _cleaner(tmp_path, {("t", 0): lg})
+    first = cleaner.clean(lg)
+    assert first.scanned_from == 0 and first.transactions == 0
+    _append(lg, produced, _updates(rng, 300, 20, "w"))
+    lg.flush()
+    second = cleaner.clean(lg)
+    assert second.scanned_from == 600  # the log end at the first scan
+    assert _read(lg) == _expected(produced, second.end_offset)
+
+    # A transaction: committed records and their marker, then more plain ones.
+    b = BatchBuilder(base_offset=0, producer_id=9, producer_epoch=0, base_sequence=0,
+                     is_transactional=True)
+    b.append(int(time.time() * 1000), b"key-1", b"in-txn")
+    lg.append(bytearray(b.build()))
+    produced.append((b"key-1", b"in-txn"))
+    lg.append(marker_batch(9, 0, True, 0, int(time.time() * 1000)))
+    produced.append((b"marker", None))
+    _append(lg, produced, _updates(rng, 300, 20, "x"))
+    lg.flush()
+    for ended_with_records in (1, 0):  # then its record is replaced, its marker stays
+        stats = cleaner.clean(lg)
+        assert stats.scanned_from == 900 and stats.transactions == ended_with_records
+        _append(lg, produced, _updates(rng, 100, 20, "y"))
+        lg.flush()
+    cleaner.forget(("t", 0))
+    assert cleaner.clean(lg).scanned_from == 0
     lg.close()

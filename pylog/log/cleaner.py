@@ -125,7 +125,8 @@ class CleanStats:
     records_read: int = 0
     records_kept: int = 0
     horizons_set: int = 0  # batches given a delete horizon (KIP-534)
-    transactions: int = 0  # ended by a marker in the cleanable part
+    scanned_from: int = 0  # where the transaction scan began (see _scan_transactions)
+    transactions: int = 0  # ended by a marker in the log
     aborted_batches_removed: int = 0
     markers_removed: int = 0  # COMMIT markers whose transaction kept no record
     map_utilization: float = 0.0
@@ -278,6 +279,9 @@ class LogCleaner:
         self._lock = threading.RLock()  # checkpoints, in-progress set, the file
         self._in_progress: set[TopicPartition] = set()
         self.uncleanable: set[TopicPartition] = set()
+        # (log, offset): the log has no transactional batch below offset (see
+        # _scan_transactions); in memory only, dropped with the log.
+        self._no_txn_below: dict[TopicPartition, tuple[Log, int]] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._throttler = Throttler(self.config.io_max_bytes_per_second, self._stop)
@@ -301,6 +305,7 @@ class LogCleaner:
             if self._checkpoints.pop(tp, None) is not None:
                 self._write_checkpoints()
             self.uncleanable.discard(tp)
+            self._no_txn_below.pop(tp, None)
 
     def _update_checkpoint(self, tp: TopicPartition, offset: int) -> None:
         with self._lock:
@@ -492,13 +497,14 @@ class LogCleaner:
                 mapping.close()
 
     @staticmethod
-    def _first_dirty_position(lg: Log, segment: LogSegment, first_dirty: int) -> int:
-        """Where the map starts in the segment holding the first dirty offset:
-        its clean batches would only take room in the map."""
-        if segment.base_offset >= first_dirty:
+    def _position_of(lg: Log, segment: LogSegment, offset: int) -> int:
+        """Where the first batch at or past ``offset`` is in ``segment`` (the
+        map starts at the first dirty offset: clean batches would only take
+        room in it)."""
+        if segment.base_offset >= offset:
             return 0
         with lg._lock:
-            found = segment.translate_offset(first_dirty) if segment.fd >= 0 else None
+            found = segment.translate_offset(offset) if segment.fd >= 0 else None
         return found[0] if found is not None else segment.size
 
     def _check_stop(self) -> None:
@@ -514,7 +520,7 @@ class LogCleaner:
         # 0. the transactions ended by a marker anywhere in the log (Kafka
         # reads its transaction index to the log end): one of the cleanable
         # part whose marker is in the active segment counts as ended
-        txns = self._scan_transactions(lg, segments, window)
+        txns = self._scan_transactions(lg, segments, window, stats)
         stats.transactions = len(txns)
         # 1. the offset map over the dirty segments
         offsets = OffsetMap(self.config.map_memory, self.config.io_buffer_load_factor)
@@ -525,7 +531,7 @@ class LogCleaner:
                 break
             full = False
             with self._mapped(lg, segment) as buf:
-                pos, size = self._first_dirty_position(lg, segment, target.first_dirty), len(buf)
+                pos, size = self._position_of(lg, segment, target.first_dirty), len(buf)
                 while pos < size and not full:
                     self._check_stop()
                     start = pos
@@ -561,20 +567,32 @@ class LogCleaner:
         stats.elapsed_s = time.monotonic() - started
         return stats
 
-    def _scan_transactions(self, lg: Log, segments: list[LogSegment],
-                           window: int) -> TxnRanges:
+    def _scan_transactions(self, lg: Log, segments: list[LogSegment], window: int,
+                           stats: CleanStats) -> TxnRanges:
         """Every transaction ended by a marker, from the batch headers of the
         whole log, the active segment as far as it is written now.  (Kafka
         reads its .txnindex files; pylog reads each header, a page of I/O per
-        batch at worst.)"""
+        batch at worst.)  A log never written in transactions is read once:
+        the next scan starts where the last one found none so far (cleaning
+        and retention only ever remove batches)."""
+        tp = (lg.topic, lg.partition)
+        with self._lock:
+            memo = self._no_txn_below.get(tp)
+        start = memo[1] if memo is not None and memo[0] is lg else 0
+        stats.scanned_from = start
         txns = TxnRanges()
-        for segment in segments:
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+                continue
             with self._mapped(lg, segment) as buf:
-                pos, size = 0, len(buf)
+                pos, size = self._position_of(lg, segment, start), len(buf)
                 while pos < size:
                     self._check_stop()
                     pos = txns.scan(buf, pos, min(size, pos + window))
         txns.done()
+        if txns.transactional == 0 and txns.next_offset > start:
+            with self._lock:
+                self._no_txn_below[tp] = (lg, txns.next_offset)
         return txns
 
     def _clean_group(self, lg: Log, group: list[LogSegment], offsets: OffsetMap,
