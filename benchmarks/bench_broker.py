@@ -183,12 +183,13 @@ class Target:
             self.meter.close()
 
 
-def start_pylog(data_dir: str) -> Target:
+def start_pylog(data_dir: str, overrides: list[str]) -> Target:
     port = free_port()
+    settings = [f"listeners=PLAINTEXT://127.0.0.1:{port}", f"log.dirs={data_dir}",
+                f"num.partitions={PARTITIONS}", *overrides]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pylog", "broker", "--override",
-         f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data_dir}",
-         "--override", f"num.partitions={PARTITIONS}"],
+        [sys.executable, "-m", "pylog", "broker",
+         *(arg for kv in settings for arg in ("--override", kv))],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -486,6 +487,9 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=None,
                         help="rounds per row, the brokers alternating (default 5; --quick 1)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a pylog broker setting (repeatable), e.g. "
+                             "log.cache.drop.behind.bytes=-1")
     args = parser.parse_args()
     records = args.records or (100_000 if args.quick else 1_000_000)
     passes = 2 if args.quick else 5
@@ -498,7 +502,8 @@ def main() -> None:
     print(f"confluent-kafka {version('confluent-kafka')} (librdkafka {ck.libversion()[0]}), "
           f"kcat: {'yes' if have_kcat else 'not installed'}; {records:,} records per producer "
           f"run, linger.ms=5, {PARTITIONS} partitions, {os.cpu_count()} CPUs; medians of "
-          f"{repeat} alternating rounds per row", flush=True)
+          f"{repeat} alternating rounds per row"
+          + "".join(f"; pylog {kv}" for kv in args.override), flush=True)
     rows: list[tuple] = []
     with tempfile.TemporaryDirectory(prefix="pylog-bench-") as data:
         files = {}
@@ -506,7 +511,7 @@ def main() -> None:
             for size in sizes:
                 files[size] = write_records(os.path.join(data, f"records-{size}.txt"),
                                             size, records)
-        pylog = start_pylog(os.path.join(data, "pylog"))
+        pylog = start_pylog(os.path.join(data, "pylog"), args.override)
         mock = start_mock()
         targets = [pylog, mock]
         for t in targets:

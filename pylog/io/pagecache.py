@@ -3,7 +3,9 @@
 Kafka leaves caching to the kernel; pylog nudges it.  A rolled segment gets
 its write-back started early (``writeback``) so a later fsync or memory
 pressure does not find a gigabyte of dirty pages at once, and data no reader
-needs is dropped (``drop_cache``) so it stops evicting the hot tail.  The
+needs is dropped (``drop_cache``) so it stops evicting the hot tail; what
+falls far enough behind a log's end is written back and dropped as appends go
+on (``drop_behind_in_background``, see :mod:`pylog.log.drop_behind`).  The
 fetch path asks ``is_cached`` to decide whether a sendfile could block on disk.
 
 Ranges: ``length`` 0 means "to the end of the file", as for the syscalls.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pylog._native import pagecache as _native
@@ -37,8 +40,30 @@ def reserve(fd: int, offset: int, length: int) -> bool:
     return _native.reserve(fd, offset, length)
 
 
-_background: ThreadPoolExecutor | None = None
-_background_lock = threading.Lock()
+_executors: dict[str, ThreadPoolExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def _in_background(pool: str, fd: int, job: Callable[[int], None]) -> Future:
+    """``job(dup of fd)`` on the worker thread of ``pool`` (one thread each).
+
+    The dup keeps the file open even if the segment is closed or deleted
+    before the worker gets to it; it is closed when the job ends.
+    """
+    with _executors_lock:
+        executor = _executors.get(pool)
+        if executor is None:
+            executor = _executors[pool] = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"pylog-{pool}")
+    own = os.dup(fd)
+
+    def run() -> None:
+        try:
+            job(own)
+        finally:
+            os.close(own)
+
+    return executor.submit(run)
 
 
 def writeback_in_background(fd: int, offset: int = 0, length: int = 0) -> Future:
@@ -47,23 +72,31 @@ def writeback_in_background(fd: int, offset: int = 0, length: int = 0) -> Future
     Starting write-back of a rolled 1 GiB segment submits every dirty page for
     I/O and takes hundreds of milliseconds of the caller's time: on the event
     loop that stalled every connection.  Kafka likewise flushes a rolled
-    segment from a background thread.  The dup keeps the file open even if
-    the segment is closed or deleted before the worker gets to it.
+    segment from a background thread.
     """
-    global _background
-    with _background_lock:
-        if _background is None:
-            _background = ThreadPoolExecutor(max_workers=1,
-                                             thread_name_prefix="pylog-writeback")
-    own = os.dup(fd)
+    return _in_background("writeback", fd, lambda own: writeback(own, offset, length))
 
-    def run() -> None:
-        try:
-            writeback(own, offset, length)
-        finally:
-            os.close(own)
 
-    return _background.submit(run)
+def write_back_and_drop(fd: int, ranges: Sequence[tuple[int, int]]) -> None:
+    """Write back each ``(offset, length)`` range, wait for it, then evict it.
+
+    ``POSIX_FADV_DONTNEED`` only evicts clean pages (it merely starts write-back
+    of dirty ones), so each range is written and waited for first
+    (``sync_file_range`` WAIT_BEFORE | WRITE | WAIT_AFTER: no metadata, not a
+    durability point).  Pages mapped by a reader stay.
+    """
+    flags = (_native.SYNC_FILE_RANGE_WAIT_BEFORE | _native.SYNC_FILE_RANGE_WRITE
+             | _native.SYNC_FILE_RANGE_WAIT_AFTER)
+    for offset, length in ranges:
+        _native.sync_file_range(fd, offset, length, flags)
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+
+
+def drop_behind_in_background(fd: int, ranges: Sequence[tuple[int, int]]) -> Future:
+    """:func:`write_back_and_drop` on its own worker thread (it waits for the
+    disk), on a dup of ``fd``; see :mod:`pylog.log.drop_behind`."""
+    ranges = list(ranges)
+    return _in_background("drop-behind", fd, lambda own: write_back_and_drop(own, ranges))
 
 
 def drop_cache(fd: int, offset: int = 0, length: int = 0) -> None:

@@ -246,10 +246,11 @@ _KEYS: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
 }
 
 # Broker settings of the log manager itself, not per-log; accepted silently.
-# (ManagerConfig reads the interval ones; log.cache.drop.idle.ms is pylog's own.)
+# (ManagerConfig reads the interval ones; the log.cache.drop.* keys are pylog's own.)
 _BROKER_ONLY = {"log.retention.check.interval.ms", "log.flush.scheduler.interval.ms",
                 "log.dir", "log.dirs", "log.flush.offset.checkpoint.interval.ms",
                 "log.flush.start.offset.checkpoint.interval.ms", "log.cache.drop.idle.ms",
+                "log.cache.drop.behind.bytes",
                 "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
                 "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor",
                 "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second"}
@@ -259,6 +260,8 @@ _BROKER_ONLY = {"log.retention.check.interval.ms", "log.flush.scheduler.interval
 
 #: pylog-specific (not a Kafka setting): see :class:`ManagerConfig`.
 CACHE_DROP_IDLE_MS = "log.cache.drop.idle.ms"
+#: pylog-specific (not a Kafka setting): see :class:`ManagerConfig`.
+CACHE_DROP_BEHIND_BYTES = "log.cache.drop.behind.bytes"
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,13 @@ class ManagerConfig:
       for this long get ``POSIX_FADV_DONTNEED`` so they stop taking page cache
       from the hot tail; checked every ``log.retention.check.interval.ms``;
       -1 disables dropping.
+    * ``log.cache.drop.behind.bytes`` (8388608, -1 or >= 0) -- **pylog-specific,
+      not a Kafka setting**: each partition keeps this many of its newest bytes
+      in the page cache; data further behind its end is written back and
+      evicted as appends go on, so new appends reuse those pages instead of
+      growing the cache (see :mod:`pylog.log.drop_behind`).  8 MiB is eight
+      of a consumer's 1 MiB partition fetches (``max.partition.fetch.bytes``)
+      of lag served from memory.  -1 leaves the cache to the kernel, as Kafka.
     """
 
     retention_check_interval_ms: int = 300_000           # log.retention.check.interval.ms
@@ -291,6 +301,7 @@ class ManagerConfig:
     flush_offset_checkpoint_interval_ms: int = 60_000    # log.flush.offset.checkpoint.interval.ms
     flush_start_offset_checkpoint_interval_ms: int = 60_000
     cache_drop_idle_ms: int = 600_000                    # log.cache.drop.idle.ms (pylog)
+    cache_drop_behind_bytes: int = 8 << 20               # log.cache.drop.behind.bytes (pylog)
 
     def __post_init__(self) -> None:
         for attr, (key, conv) in _MANAGER_KEYS.items():
@@ -321,6 +332,7 @@ _MANAGER_KEYS: dict[str, tuple[str, Callable[[str, str], int]]] = {
     "flush_start_offset_checkpoint_interval_ms": (
         "log.flush.start.offset.checkpoint.interval.ms", int_value(0, INT_MAX)),
     "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, int_value(-1)),
+    "cache_drop_behind_bytes": (CACHE_DROP_BEHIND_BYTES, int_value(-1)),
 }
 
 

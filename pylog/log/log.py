@@ -21,6 +21,7 @@ from typing import NamedTuple
 from pylog.io import pagecache
 from pylog.io.backend import IOBackend, get_backend
 from pylog.log.config import LONG_MAX, LogConfig
+from pylog.log.drop_behind import DropBehind
 from pylog.log.durable import fsync_dir, write_atomically
 from pylog.log.errors import (
     LogClosedError,
@@ -137,6 +138,9 @@ class Log:
         # and on the rolling thread: the broker takes a producer-state snapshot
         # there, as Kafka's UnifiedLog.roll does (it must only queue work).
         self.roll_listener: Callable[[Log, int], None] | None = None
+        # Keeps only the newest bytes in the page cache (the log manager sets
+        # it from log.cache.drop.behind.bytes; None: Kafka's behaviour).
+        self.drop_behind: DropBehind | None = None
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig | None = None, *,
@@ -269,6 +273,9 @@ class Log:
             jitter = segment.roll_jitter_ms  # drawn when the segment was created
             if not segment.try_append(view, max_ts, next_offset - 1, jitter, now, self.time_ms):
                 self.roll().try_append(view, max_ts)
+            drop_behind = self.drop_behind
+            if drop_behind is not None:
+                drop_behind.appended(self._segments[-1], size)
             self._next_offset = next_offset
             if self.hw_follows_leo:
                 self._high_watermark = next_offset

@@ -38,6 +38,7 @@ from pylog.log.checkpoint import (
 from pylog.log.cleaner import CLEANER_CHECKPOINT, LogCleaner
 from pylog.log.config import CleanerConfig, LogConfig, ManagerConfig
 from pylog.log.dir_failure import LogDirFailureChannel
+from pylog.log.drop_behind import DropBehind
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError
 from pylog.log.log import Log, parse_dir_name, wall_clock_ms
@@ -126,10 +127,18 @@ class LogManager:
                 tp = parse_dir_name(path.name)
             except ValueError:
                 continue
-            self._logs[tp] = Log.open(
+            self._logs[tp] = self._attach(Log.open(
                 path, self.config_for(tp[0]), time_ms=self.time_ms, backend=self.backend,
                 recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
-                had_clean_shutdown=self.had_clean_shutdown, cleaned_to=cleaned.get(tp, 0))
+                had_clean_shutdown=self.had_clean_shutdown, cleaned_to=cleaned.get(tp, 0)))
+
+    def _attach(self, lg: Log) -> Log:
+        """Give a log opened here the manager's per-log hooks."""
+        lg.roll_listener = self._roll_listener
+        window = self.manager_config.cache_drop_behind_bytes
+        if window >= 0:
+            lg.drop_behind = DropBehind(window, lg.active_segment)
+        return lg
 
     def config_for(self, topic: str) -> LogConfig:
         return self.topic_configs.get(topic, self.default_config)
@@ -176,8 +185,7 @@ class LogManager:
                 if fresh:
                     _remove_fresh_log_dir(path)
                 raise
-            new.roll_listener = self._roll_listener
-            self._logs[tp] = new
+            self._logs[tp] = self._attach(new)
             return new
 
     def set_roll_listener(self, listener: Callable[[Log, int], None] | None) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pylog.log.config import (
+    CACHE_DROP_BEHIND_BYTES,
     CACHE_DROP_IDLE_MS,
     JAVA_DOUBLE_MAX,
     LONG_MAX,
@@ -255,6 +256,9 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.flush.start.offset.checkpoint.interval.ms": (_int(0, INT_MAX), "60000"),
     # pylog: drop idle, flushed segments from the page cache after this long (-1: never).
     CACHE_DROP_IDLE_MS: (_int(-1), "600000"),
+    # pylog: each partition's newest bytes kept in the page cache; data further
+    # behind is written back and evicted as appends go on (-1: never).
+    CACHE_DROP_BEHIND_BYTES: (_int(-1), str(8 << 20)),
     "log.index.interval.bytes": (_int(0, INT_MAX), "4096"),
     "log.index.size.max.bytes": (_int(4, INT_MAX), "10485760"),
     "log.segment.delete.delay.ms": (_NONNEG, "60000"),

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from broker_process import wait_for
 from kafka_wire import RawClient, latest_offset, produce_body
 from log_helpers import scan_dir
 from test_broker_protocol import batch, fetch_body, metadata, partition_response
@@ -477,3 +478,61 @@ def test_create_partitions_that_fails_midway_is_rolled_back(tmp_path, monkeypatc
     assert registry.get("grown").partitions == 2
     assert sorted(p for t, p in logs.logs() if t == "grown") == [0, 1]
     logs.close()
+
+
+def test_drop_behind_keeps_the_tail_cached_and_old_data_readable(start_broker, topic) -> None:
+    """log.cache.drop.behind.bytes: with a 1 MiB window, what a producer wrote
+    further back is evicted (written back first) and the newest data stays in
+    the page cache; a consumer from the beginning reads every record back,
+    the old ones from disk."""
+    b = start_broker("log.cache.drop.behind.bytes=1048576", "num.partitions=1")
+    producer = ck.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    values = [os.urandom(8) * 128 for _ in range(24_000)]  # 1 KiB each: ~24 MiB
+    for i, v in enumerate(values):
+        while True:
+            try:
+                producer.produce(topic, v, key=b"%d" % i)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+    segment = b.log_dir / f"{topic}-0" / f"{0:020d}.log"
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        if pagecache.cached_fraction(fd) == 1.0 and not _evicts(b.log_dir):
+            pytest.skip("this filesystem keeps pages after POSIX_FADV_DONTNEED")
+        size = os.fstat(fd).st_size
+        # The worker evicts a round at a time: wait for it to reach the old data.
+        wait_for(lambda: pagecache.cached_fraction(fd, 0, size // 2) < 0.1, 60,
+                 "the older half of the segment to leave the page cache")
+        tail, pages = pagecache.resident_pages(fd, size - 512 * 1024, 512 * 1024)
+        assert tail == pages  # the newest bytes were not touched
+    finally:
+        os.close(fd)
+    consumer = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": topic,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                            "fetch.queue.backoff.ms": 10})
+    consumer.subscribe([topic])
+    got: list[tuple[int, bytes, bytes]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(values) and time.monotonic() < deadline:
+        for m in consumer.consume(1000, 1.0):
+            assert m.error() is None, m.error()
+            got.append((m.offset(), m.key(), m.value()))
+    consumer.close()
+    assert got == [(i, b"%d" % i, v) for i, v in enumerate(values)]
+
+
+def _evicts(directory) -> bool:
+    """Whether POSIX_FADV_DONTNEED evicts clean pages on this filesystem."""
+    probe = directory / ".evict-probe"
+    fd = os.open(probe, os.O_CREAT | os.O_RDWR)
+    try:
+        os.write(fd, b"x" * (1 << 20))
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return pagecache.cached_fraction(fd) < 0.5
+    finally:
+        os.close(fd)
+        probe.unlink()
+
