@@ -152,3 +152,33 @@ def test_bad_windows() -> None:
     assert parsed.cache_drop_behind_bytes == 0
     with pytest.raises(ConfigError, match="log.cache.drop.behind.bytes"):
         BrokerConfig.load(overrides=["log.cache.drop.behind.bytes=lots"])
+
+
+def test_no_descriptor_left_for_a_round_never_fails_the_append(tmp_path: Path) -> None:
+    """A round works on a dup of the segment's descriptor; at the open-files
+    limit the dup fails and the round is skipped, the append stands."""
+    import resource
+
+    mgr = _manager(tmp_path, window=0, segment_bytes=64 * MiB)
+    lg = mgr.get_or_create_log("t", 0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    fillers = []
+    try:
+        while True:  # take every descriptor left (gaps below the limit too)
+            try:
+                fillers.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                break
+        sent = _fill(lg, 2 * CHUNK)
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert lg.drop_behind.dropped == 0
+    assert _read_back(lg) == b"".join(sent)
+    sent += _fill(lg, 2 * CHUNK)  # with descriptors again, rounds resume
+    _settle(lg)
+    assert lg.drop_behind.dropped >= 3 * CHUNK
+    assert _read_back(lg) == b"".join(sent)
+    mgr.close()

@@ -68,7 +68,11 @@ class DropBehind:
             self._active = active
         self._pending += size
         if self._pending >= self._trigger:
-            self._start_round()
+            try:
+                self._start_round()
+            except Exception as exc:  # the records are written: never fail their append
+                self._trigger = self._pending + CHUNK
+                _log.warning("drop-behind round not started: %s", exc)
 
     def _start_round(self) -> None:
         busy = self._round is not None and not self._round.done()
@@ -84,36 +88,42 @@ class DropBehind:
         if busy or excess < CHUNK:
             self._trigger = max(pending, self.window) + CHUNK
             return
+        saved = [list(e) for e in self._extents]  # restored if no round can start
         take = excess
-        work: list[tuple[LogSegment, int, int]] = []
+        work: list[tuple[LogSegment, int, int, int]] = []  # segment, pos, length, bytes
         while take > 0 and self._extents:
             extent = self._extents[0]
             segment, pos = extent
             avail = segment.size - pos
             if segment is not self._active and avail <= take:
                 if avail > 0:
-                    work.append((segment, pos, 0))  # to its end, last partial page too
+                    work.append((segment, pos, 0, avail))  # to its end, last partial page too
                 take -= avail
                 self._extents.pop(0)
                 continue
             # Page-aligned end: the kernel keeps a partly covered last page.
             end = (pos + min(avail, take)) & ~(pagecache.PAGE_SIZE - 1)
             if end > pos:
-                work.append((segment, pos, end - pos))
+                work.append((segment, pos, end - pos, end - pos))
                 take -= end - pos
                 extent[1] = end
             break
-        handed = excess - take
-        self._pending = pending - handed
+        self._pending = pending - (excess - take)
         self._trigger = self.window + CHUNK
-        if not work:
-            return
-        self.dropped += handed
-        futures = [self._submit(segment, [(pos, length)]) for segment, pos, length in work]
-        self._round = futures[-1]  # one worker thread: the last ends the round
+        for segment, pos, length, nbytes in work:
+            try:
+                # One worker thread: the last round submitted ends after the others.
+                self._round = self._submit(segment, [(pos, length)])
+            except OSError:
+                # Out of descriptors (the dup): a later round takes it all
+                # again (evicting twice what went already costs nothing).
+                self._extents, self._pending = saved, pending
+                raise
+            self.dropped += nbytes
 
     @staticmethod
     def _submit(segment: LogSegment, ranges: list[tuple[int, int]]) -> Future:
+        # Raises when out of descriptors (the dup): appended() gives up the round.
         future = pagecache.drop_behind_in_background(segment.fd, ranges)
         future.add_done_callback(_report)
         return future
