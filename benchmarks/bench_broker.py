@@ -2,6 +2,7 @@
 
     python benchmarks/bench_broker.py            # 1,000,000 records per producer run
     python benchmarks/bench_broker.py --quick    # 100,000: a few minutes
+    python benchmarks/bench_broker.py --override log.cache.drop.behind.bytes=-1
 
 One run measures, against a pylog broker (a subprocess, data in a temporary
 directory) and against librdkafka's mock cluster (``test.mock.num.brokers=1``
@@ -634,6 +635,12 @@ def main() -> None:
           "to get back costs several times one it reuses: the number in brackets is the "
           "first write (fresh pages), the other a second write right after (reused "
           "pages, the state the next round's pylog run starts in).")
+    overrides = dict(kv.partition("=")[::2] for kv in args.override)
+    window = overrides.get("log.cache.drop.behind.bytes", str(8 << 20))
+    print(f"page cache: pylog ran with log.cache.drop.behind.bytes={window} (its default "
+          "is 8 MiB; -1 is Kafka's behaviour): each partition keeps that much of its newest "
+          "data cached and older pages are written back and evicted as it appends, so its "
+          "appends reuse them; the mock keeps 5 MiB per partition in its own memory.")
     print(f"warm-up: before any measured run, each broker was asked for the coordinator of "
           f"group {GROUP!r} (pylog creates __consumer_offsets then, as Kafka on first use), "
           "so no consume row includes that one-off work.")
