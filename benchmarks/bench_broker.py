@@ -2,7 +2,7 @@
 
     python benchmarks/bench_broker.py            # 1,000,000 records per producer run
     python benchmarks/bench_broker.py --quick    # 100,000: a few minutes
-    python benchmarks/bench_broker.py --override log.cache.drop.behind.bytes=-1
+    python benchmarks/bench_broker.py --override log.cache.drop.behind.bytes=8388608
 
 One run measures, against a pylog broker (a subprocess, data in a temporary
 directory) and against librdkafka's mock cluster (``test.mock.num.brokers=1``
@@ -490,7 +490,7 @@ def main() -> None:
                         help="rounds per row, the brokers alternating (default 5; --quick 1)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a pylog broker setting (repeatable), e.g. "
-                             "log.cache.drop.behind.bytes=-1")
+                             "log.cache.drop.behind.bytes=8388608")
     args = parser.parse_args()
     records = args.records or (100_000 if args.quick else 1_000_000)
     passes = 2 if args.quick else 5
@@ -636,11 +636,12 @@ def main() -> None:
           "first write (fresh pages), the other a second write right after (reused "
           "pages, the state the next round's pylog run starts in).")
     overrides = dict(kv.partition("=")[::2] for kv in args.override)
-    window = overrides.get("log.cache.drop.behind.bytes", str(8 << 20))
-    print(f"page cache: pylog ran with log.cache.drop.behind.bytes={window} (its default "
-          "is 8 MiB; -1 is Kafka's behaviour): each partition keeps that much of its newest "
-          "data cached and older pages are written back and evicted as it appends, so its "
-          "appends reuse them; the mock keeps 5 MiB per partition in its own memory.")
+    window = overrides.get("log.cache.drop.behind.bytes", "-1")
+    print(f"page cache: pylog ran with log.cache.drop.behind.bytes={window} (-1, the "
+          "default, is Kafka's behaviour: the kernel keeps what it likes; N >= 0: each "
+          "partition keeps its newest N bytes cached and older pages are written back and "
+          "evicted as it appends, so its appends reuse them); the mock keeps 5 MiB per "
+          "partition in its own memory.")
     print(f"warm-up: before any measured run, each broker was asked for the coordinator of "
           f"group {GROUP!r} (pylog creates __consumer_offsets then, as Kafka on first use), "
           "so no consume row includes that one-off work.")

@@ -4,7 +4,7 @@
 
 Appends ``--mib`` MiB of 256 KiB batches to one partition through a real
 ``LogManager`` (native validation, index, pwrite), once with the page cache
-left to the kernel (-1, Kafka's behaviour) and once with the default 8 MiB
+left to the kernel (-1, the default: Kafka's behaviour) and once with an 8 MiB
 window, and reports CPU seconds per GB:
 
 * ``process``: this process, every thread (the drop-behind worker included);

@@ -147,7 +147,7 @@ def test_bad_windows() -> None:
         ManagerConfig(cache_drop_behind_bytes=-2)
     with pytest.raises(ValueError, match=">= 0"):
         DropBehind(-1, None)  # type: ignore[arg-type]
-    assert ManagerConfig().cache_drop_behind_bytes == 8 * MiB
+    assert ManagerConfig().cache_drop_behind_bytes == -1  # Kafka's behaviour by default
     parsed = ManagerConfig.from_props({"log.cache.drop.behind.bytes": "0"})
     assert parsed.cache_drop_behind_bytes == 0
     with pytest.raises(ConfigError, match="log.cache.drop.behind.bytes"):

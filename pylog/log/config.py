@@ -287,13 +287,14 @@ class ManagerConfig:
       for this long get ``POSIX_FADV_DONTNEED`` so they stop taking page cache
       from the hot tail; checked every ``log.retention.check.interval.ms``;
       -1 disables dropping.
-    * ``log.cache.drop.behind.bytes`` (8388608, -1 or >= 0) -- **pylog-specific,
+    * ``log.cache.drop.behind.bytes`` (-1, -1 or >= 0) -- **pylog-specific,
       not a Kafka setting**: each partition keeps this many of its newest bytes
       in the page cache; data further behind its end is written back and
       evicted as appends go on, so new appends reuse those pages instead of
-      growing the cache (see :mod:`pylog.log.drop_behind`).  8 MiB is eight
-      of a consumer's 1 MiB partition fetches (``max.partition.fetch.bytes``)
-      of lag served from memory.  -1 leaves the cache to the kernel, as Kafka.
+      growing the cache (see :mod:`pylog.log.drop_behind`).  -1, the default,
+      leaves the cache to the kernel, as Kafka does; 8388608 (eight of a
+      consumer's 1 MiB ``max.partition.fetch.bytes`` fetches of lag served
+      from memory) suits a VM whose host backs memory on first touch.
     """
 
     retention_check_interval_ms: int = 300_000           # log.retention.check.interval.ms
@@ -301,7 +302,7 @@ class ManagerConfig:
     flush_offset_checkpoint_interval_ms: int = 60_000    # log.flush.offset.checkpoint.interval.ms
     flush_start_offset_checkpoint_interval_ms: int = 60_000
     cache_drop_idle_ms: int = 600_000                    # log.cache.drop.idle.ms (pylog)
-    cache_drop_behind_bytes: int = 8 << 20               # log.cache.drop.behind.bytes (pylog)
+    cache_drop_behind_bytes: int = -1                    # log.cache.drop.behind.bytes (pylog)
 
     def __post_init__(self) -> None:
         for attr, (key, conv) in _MANAGER_KEYS.items():

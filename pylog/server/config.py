@@ -258,7 +258,7 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     CACHE_DROP_IDLE_MS: (_int(-1), "600000"),
     # pylog: each partition's newest bytes kept in the page cache; data further
     # behind is written back and evicted as appends go on (-1: never).
-    CACHE_DROP_BEHIND_BYTES: (_int(-1), str(8 << 20)),
+    CACHE_DROP_BEHIND_BYTES: (_int(-1), "-1"),
     "log.index.interval.bytes": (_int(0, INT_MAX), "4096"),
     "log.index.size.max.bytes": (_int(4, INT_MAX), "10485760"),
     "log.segment.delete.delay.ms": (_NONNEG, "60000"),
