@@ -46,10 +46,8 @@ def _fill(lg: Log, nbytes: int, size: int = 64 * 1024) -> list[bytes]:
 
 def _settle(lg: Log) -> None:
     """Wait for the log's last round (one worker thread: every earlier one too)."""
-    db = lg.drop_behind
-    assert db is not None
-    if db._round is not None:
-        db._round.result(timeout=60)
+    assert lg.drop_behind is not None
+    lg.drop_behind.wait(timeout=60)
 
 
 def _resident_bytes(lg: Log) -> list[tuple[int, int]]:

@@ -81,6 +81,12 @@ class DropBehind:
                 self._trigger = self._pending + CHUNK
                 _log.warning("drop-behind round not started: %s", exc)
 
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the rounds started so far have ended (one worker thread runs
+        them in order, so the last one's end is everyone's)."""
+        if self._round is not None:
+            self._round.result(timeout)
+
     def _start_round(self) -> None:
         busy = self._round is not None and not self._round.done()
         # Recount what is cached behind: segments deleted or truncated since
