@@ -145,7 +145,11 @@ def test_cooperative_sticky_rebalances_incrementally(group_broker, name) -> None
         wait_for(lambda: covers(consumers, 6), 30, "2 members covering 6 partitions")
         before = [set(c.assignment) for c in consumers]
         consumers.append(ThreadConsumer(bs, name, name, **conf))
-        wait_for(lambda: covers(consumers, 6), 30, "3 members covering 6 partitions")
+        # Balanced, not merely covered: a member whose SyncGroup answer came after
+        # the next rebalance began rejoins still owning what it was to give up,
+        # so the newcomer can hold one partition for a generation (3/2/1).
+        wait_for(lambda: covers(consumers, 6) and all(len(c.assignment) == 2 for c in consumers),
+                 30, "3 members with 2 partitions each")
         # Sticky and incremental: the old members keep what they kept, give up only
         # what the new one got, and never revoke everything.
         for c, had in zip(consumers[:2], before, strict=True):
