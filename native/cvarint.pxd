@@ -11,6 +11,8 @@ cdef extern from "varint.h" nogil:
 
     int pylog_uvarint32_decode(const uint8_t *p, const uint8_t *end, uint32_t *out)
     int pylog_uvarint64_decode(const uint8_t *p, const uint8_t *end, uint64_t *out)
+    int32_t pylog_unzigzag32(uint32_t u)
+    int64_t pylog_unzigzag64(uint64_t u)
     int pylog_varint_decode(const uint8_t *p, const uint8_t *end, int32_t *out)
     int pylog_varlong_decode(const uint8_t *p, const uint8_t *end, int64_t *out)
     int pylog_uvarint32_encode(uint32_t v, uint8_t *buf)

@@ -258,6 +258,79 @@ cdef inline int _skip_bytes(const uint8_t **pp, const uint8_t *rend, bint nullab
     return 0
 
 
+cdef inline bint _short_varint(const uint8_t **pp, uint32_t *out) noexcept nogil:
+    """A varint of one or two bytes at ``pp[0]``, whose two bytes the caller
+    knows are readable; False (``pp[0]`` unmoved) for a longer one."""
+    cdef const uint8_t *p = pp[0]
+    if p[0] < 0x80:
+        out[0] = p[0]
+        pp[0] = p + 1
+        return True
+    if p[1] < 0x80:
+        out[0] = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
+        pp[0] = p + 2
+        return True
+    return False
+
+
+cdef inline const uint8_t *_walk_usual(const uint8_t *p, const uint8_t *end, int32_t k,
+                                       int64_t base_ts, bint deltas, int64_t lo, int64_t hi,
+                                       bint keys, int64_t *largest) noexcept nogil:
+    """Record ``k`` at ``p`` when it has the usual shape, or NULL: its length,
+    timestamp and offset deltas, key and value lengths and header count each
+    a varint of one or two bytes, and at least 7 bytes long.  The same checks
+    as walk_records' loop in the order it makes them, but with the bounds of
+    the first fields proved once by the record's length instead of before
+    every byte, and no failure described: a record declined here (odd shape
+    or broken) is walked again by the loop, which names what is wrong.
+    Returns the end of the record; ``largest`` is raised to its timestamp."""
+    cdef uint32_t u
+    cdef int32_t length, n
+    cdef int64_t ts
+    cdef const uint8_t *rend
+    if end - p < 2 or not _short_varint(&p, &u):
+        return NULL
+    length = pylog_unzigzag32(u)
+    # attributes, then three varints of at most 2 bytes each: p[0..6]
+    if length < 7 or length > end - p:
+        return NULL
+    rend = p + length
+    p += 1  # attributes: unused
+    if not _short_varint(&p, &u):
+        return NULL
+    ts = <int64_t>(<uint64_t>base_ts + <uint64_t>pylog_unzigzag64(u))  # wraps, as in Java
+    if (ts < lo or ts > hi) and ts != -1:
+        return NULL
+    if ts > largest[0]:
+        largest[0] = ts
+    if not _short_varint(&p, &u) or (deltas and pylog_unzigzag32(u) != k):
+        return NULL
+    if not _short_varint(&p, &u):
+        return NULL
+    n = pylog_unzigzag32(u)  # key length
+    if n < -1 or (keys and n < 0) or n > rend - p:
+        return NULL
+    if n > 0:
+        p += n
+    if rend - p < 2 or not _short_varint(&p, &u):
+        return NULL
+    n = pylog_unzigzag32(u)  # value length
+    if n < -1 or n > rend - p:
+        return NULL
+    if n > 0:
+        p += n
+    if rend - p < 1 or p[0] >= 0x80:
+        return NULL
+    n = pylog_unzigzag32(p[0])  # header count
+    p += 1
+    if n < 0 or <int64_t>n * 2 > rend - p:
+        return NULL
+    for _ in range(n):
+        if _skip_bytes(&p, rend, False) or _skip_bytes(&p, rend, True):
+            return NULL
+    return p if p == rend else NULL
+
+
 cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
                       int64_t base_ts, bint deltas, const rules *r, int64_t *max_ts,
                       failure *f) noexcept nogil:
@@ -266,8 +339,10 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
     records fill the section exactly; with ``deltas`` the offset deltas run
     0, 1, 2, ... (inside a compressed batch, as Kafka's LogValidator
     requires; it takes an uncompressed batch's as they are).  A
-    correct CRC only proves these are the bytes the producer sent.  About 4 ns
-    a record.  Then the topic's ``rules``: timestamps (base + delta) other
+    correct CRC only proves these are the bytes the producer sent.  Records
+    of the usual shape take ``_walk_usual`` (about 8 ns for one of 100 B, a
+    quarter less than this loop; benchmarks/test_bench_records.py), the rest
+    this loop.  Then the topic's ``rules``: timestamps (base + delta) other
     than -1 within [ts_lo, ts_hi], and keys.  ``max_ts``: the largest record
     timestamp (-1 for none), which Kafka writes into the batch header."""
     cdef const uint8_t *p = start
@@ -281,6 +356,10 @@ cdef int walk_records(const uint8_t *start, const uint8_t *end, int32_t count,
     cdef int64_t lo = r.ts_lo, hi = r.ts_hi, largest = -1
     cdef bint keys = r.keys
     for k in range(count):
+        rstart = _walk_usual(p, end, k, base_ts, deltas, lo, hi, keys, &largest)
+        if rstart != NULL:
+            p = rstart
+            continue
         rstart = p
         n = pylog_varint_decode(p, end, &length)
         if n < 0 or length < 0 or length > end - p - n:
