@@ -16,7 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pylog._native import pagecache as _native
@@ -77,26 +77,25 @@ def writeback_in_background(fd: int, offset: int = 0, length: int = 0) -> Future
     return _in_background("writeback", fd, lambda own: writeback(own, offset, length))
 
 
-def write_back_and_drop(fd: int, ranges: Sequence[tuple[int, int]]) -> None:
-    """Write back each ``(offset, length)`` range, wait for it, then evict it.
+def write_back_and_drop(fd: int, offset: int, length: int) -> None:
+    """Write back a range, wait for it, then evict it.
 
     ``POSIX_FADV_DONTNEED`` only evicts clean pages (it merely starts write-back
-    of dirty ones), so each range is written and waited for first
+    of dirty ones), so the range is written and waited for first
     (``sync_file_range`` WAIT_BEFORE | WRITE | WAIT_AFTER: no metadata, not a
     durability point).  Pages mapped by a reader stay.
     """
     flags = (_native.SYNC_FILE_RANGE_WAIT_BEFORE | _native.SYNC_FILE_RANGE_WRITE
              | _native.SYNC_FILE_RANGE_WAIT_AFTER)
-    for offset, length in ranges:
-        _native.sync_file_range(fd, offset, length, flags)
-        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+    _native.sync_file_range(fd, offset, length, flags)
+    os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
 
 
-def drop_behind_in_background(fd: int, ranges: Sequence[tuple[int, int]]) -> Future:
+def drop_behind_in_background(fd: int, offset: int, length: int) -> Future:
     """:func:`write_back_and_drop` on its own worker thread (it waits for the
     disk), on a dup of ``fd``; see :mod:`pylog.log.drop_behind`."""
-    ranges = list(ranges)
-    return _in_background("drop-behind", fd, lambda own: write_back_and_drop(own, ranges))
+    return _in_background("drop-behind", fd,
+                          lambda own: write_back_and_drop(own, offset, length))
 
 
 def drop_cache(fd: int, offset: int = 0, length: int = 0) -> None:

@@ -126,20 +126,15 @@ class DropBehind:
         for segment, pos, length, nbytes in work:
             try:
                 # One worker thread: the last round submitted ends after the others.
-                self._round = self._submit(segment, [(pos, length)])
+                self._round = pagecache.drop_behind_in_background(segment.fd, pos, length)
             except OSError:
-                # Out of descriptors (the dup): a later round takes it all
-                # again (evicting twice what went already costs nothing).
+                # Out of descriptors (the dup): appended() gives up the round, and
+                # a later one takes it all again (evicting twice what went
+                # already costs nothing).
                 self._extents, self._pending = saved, pending
                 raise
+            self._round.add_done_callback(_report)
             self.dropped += nbytes
-
-    @staticmethod
-    def _submit(segment: LogSegment, ranges: list[tuple[int, int]]) -> Future:
-        # Raises when out of descriptors (the dup): appended() gives up the round.
-        future = pagecache.drop_behind_in_background(segment.fd, ranges)
-        future.add_done_callback(_report)
-        return future
 
 
 def _report(future: Future) -> None:
