@@ -7,6 +7,7 @@ from log_helpers import batch
 
 from pylog.log import LogConfig, LogManager, OffsetOutOfRangeError
 from pylog.log.checkpoint import OffsetCheckpointFile
+from pylog.log.dir_lock import LogDirLockedError
 from pylog.log.manager import CLEAN_SHUTDOWN_FILE
 
 
@@ -156,7 +157,9 @@ def test_unclean_manager_restart_recovers(tmp_path):
         lg.append(batch(1))
     mgr.flush_due(clock[0])
     mgr.checkpoint()
-    # no close(): like a killed process (files stay as written)
+    # no close(): like a killed process (files stay as written); its death
+    # drops its lock on the dir, nothing else
+    mgr.dir_lock.release()
     active = lg.active_segment.log_path
     with open(active, "ab") as f:
         f.write(b"\xff" * 100)
@@ -175,3 +178,17 @@ def test_checkpoint_file_format(tmp_path):
     (tmp_path / "cp").write_text("0\n3\na 1 2\n")
     with pytest.raises(ValueError):
         f.read()
+
+
+def test_second_manager_on_a_locked_dir_is_refused(tmp_path):
+    """Kafka's lockLogDirs: one owner per log dir, in this process too."""
+    clock = [1_000_000]
+    mgr = manager(tmp_path, clock)
+    mgr.get_or_create_log("t", 0).append(batch(1))
+    with pytest.raises(LogDirLockedError, match=r"Failed to acquire lock on file \.lock in "):
+        manager(tmp_path, clock)
+    assert mgr.get_log("t", 0).log_end_offset == 1  # the owner is untouched
+    mgr.close()
+    mgr2 = manager(tmp_path, clock)  # released by the clean close
+    assert mgr2.get_log("t", 0).log_end_offset == 1
+    mgr2.close()

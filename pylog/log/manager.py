@@ -38,6 +38,7 @@ from pylog.log.checkpoint import (
 from pylog.log.cleaner import CLEANER_CHECKPOINT, LogCleaner
 from pylog.log.config import CleanerConfig, LogConfig, ManagerConfig
 from pylog.log.dir_failure import LogDirFailureChannel
+from pylog.log.dir_lock import LogDirLock
 from pylog.log.drop_behind import DropBehind
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError
@@ -78,6 +79,16 @@ class LogManager:
         # An I/O error in the dir takes it offline (see pylog.log.dir_failure).
         self.failures = LogDirFailureChannel(str(self.dir))
         self.dir.mkdir(parents=True, exist_ok=True)
+        # Before anything in the dir is read or written (Kafka's lockLogDirs).
+        self.dir_lock = LogDirLock(self.dir).acquire()
+        try:
+            self._open(node_id, cluster_id, cleaner_config)
+        except BaseException:
+            self.dir_lock.release()
+            raise
+
+    def _open(self, node_id: int, cluster_id: str | None,
+              cleaner_config: CleanerConfig | None) -> None:
         self.meta = meta_properties.ensure(self.dir, node_id, cluster_id)
         self._recovery_file = OffsetCheckpointFile(self.dir / RECOVERY_POINT_CHECKPOINT)
         self._start_file = OffsetCheckpointFile(self.dir / LOG_START_OFFSET_CHECKPOINT)
@@ -85,7 +96,7 @@ class LogManager:
         self._load_logs()
         # Compaction of cleanup.policy=compact logs; its threads start with
         # the scheduler's.
-        self.cleaner = LogCleaner(self.dir, self.logs, cleaner_config, time_ms=time_ms,
+        self.cleaner = LogCleaner(self.dir, self.logs, cleaner_config, time_ms=self.time_ms,
                                   failures=self.failures)
         # Only now: a crash during loading must recover again next time.
         (self.dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
@@ -386,6 +397,7 @@ class LogManager:
             self.checkpoint()
             write_atomically(self.dir / CLEAN_SHUTDOWN_FILE, b"")
             self._closed = True
+            self.dir_lock.release()
 
 
 def _remove_fresh_log_dir(path: Path) -> None:

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from pylog.log.errors import LogError
 from pylog.server.config import BrokerConfig, ConfigError
 
 log = logging.getLogger("pylog.broker")
@@ -136,7 +137,9 @@ def run(config_path: str | None, overrides: Sequence[str], nodes: int = 1) -> in
     except OSError as exc:  # the port is taken, the log dir is not writable, ...
         print(f"pylog broker: {exc}", file=sys.stderr)
         return 1
-    except ValueError as exc:  # meta.properties of another node or cluster
+    except (ValueError, LogError) as exc:
+        # meta.properties of another node or cluster; the log dir locked by
+        # another broker (LogDirLockedError)
         print(f"pylog broker: {exc}", file=sys.stderr)
         return 1
     return 0

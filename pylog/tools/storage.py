@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from pylog.log import meta_properties
+from pylog.log.dir_lock import LogDirLock, LogDirLockedError
 from pylog.tools.common import ToolError, run_tool
 
 # The newest metadata.version of each 3.x release, as Kafka's MetadataVersion
@@ -82,7 +83,11 @@ def _format(args: argparse.Namespace) -> int:
     for directory in todo:
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            meta_properties.write(directory, config.node_id, cluster_id)
+            # As the broker: nothing writes a dir another process is using.
+            with LogDirLock(directory):
+                meta_properties.write(directory, config.node_id, cluster_id)
+        except LogDirLockedError as exc:
+            raise ToolError(str(exc)) from None
         except OSError as exc:
             raise ToolError(f"Unable to create storage directory {directory}: "
                             f"{exc.strerror}") from None

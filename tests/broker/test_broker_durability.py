@@ -403,6 +403,7 @@ def test_topic_deletion_cut_short_is_recorded_first_and_finished(tmp_path, monke
     assert len([p for p in d.iterdir() if p.name.startswith("doomed-")]) == 2
     for lg in logs.logs().values():
         lg.close_handlers()  # no clean close: the process is gone
+    logs.dir_lock.release()  # (and with it its lock on the dir)
 
     logs = LogManager(d, cfg)
     registry = TopicRegistry(logs, cfg)

@@ -99,6 +99,31 @@ def test_clean_shutdown_keeps_data_and_marker(start_broker, tmp_path) -> None:
         assert latest_offset(c, "kept") == 500
 
 
+def test_second_broker_on_the_same_log_dir_is_refused(start_broker, tmp_path) -> None:
+    """Kafka's lock on each log dir: a second node on the same log.dirs (another
+    port) refuses to start with Kafka's message; the first serves on and
+    keeps every acknowledged record, across its restart and after a kill -9
+    (the kernel drops a dead holder's lock)."""
+    data = tmp_path / "data"
+    b = start_broker(log_dir=data)
+    p = ck.Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+    for i in range(300):
+        p.produce("locked", value=b"%d" % i)
+    assert p.flush(10) == 0
+    out = _broker_cli("--override", f"log.dirs={data}", "--override",
+                      "listeners=PLAINTEXT://127.0.0.1:0")
+    assert out.returncode == 1, out
+    assert (f"Failed to acquire lock on file .lock in {data}. A Kafka instance in another "
+            "process or thread is using this directory.") in out.stderr
+    for i in range(300, 600):  # the first one never noticed
+        p.produce("locked", value=b"%d" % i)
+    assert p.flush(10) == 0
+    b.kill()
+    b2 = start_broker(log_dir=data, port=b.port)
+    with RawClient(b2.bootstrap) as c:
+        assert latest_offset(c, "locked") == 600
+
+
 def test_kill_9_after_acks_1_loses_nothing(start_broker, tmp_path) -> None:
     data = tmp_path / "data"
     b = start_broker(log_dir=data)

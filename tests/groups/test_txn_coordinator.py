@@ -30,6 +30,12 @@ def _coordinator(path: Path, markers: Markers, now: list[int]) -> TransactionCoo
     return c
 
 
+def _crash(c: TransactionCoordinator) -> None:
+    """The process holding the log dir dies: no clean close, and the kernel
+    drops its lock on the dir."""
+    c.store.topics.logs.dir_lock.release()
+
+
 def test_state_is_read_back_and_a_prepared_commit_completed(tmp_path: Path) -> None:
     markers, now = Markers(), [1_000]
     c = _coordinator(tmp_path, markers, now)
@@ -43,6 +49,7 @@ def test_state_is_read_back_and_a_prepared_commit_completed(tmp_path: Path) -> N
     assert c.add_partitions("app", pid, 0, [("t", 2)]) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert c.store.topics.get(TXN_TOPIC).partitions == 3
 
+    _crash(c)
     again = _coordinator(tmp_path, markers, now)
     back = again.txns["app"]
     assert (back.producer_id, back.producer_epoch, back.state, back.partitions) == (
@@ -50,6 +57,7 @@ def test_state_is_read_back_and_a_prepared_commit_completed(tmp_path: Path) -> N
     assert again.complete_prepared() == 1
     assert markers.written == [("t", 0, pid, 0, True), ("t", 1, pid, 0, True)]
     assert again.txns["app"].state == TxnState.COMPLETE_COMMIT
+    _crash(again)
     assert _coordinator(tmp_path, markers, now).txns["app"].state == TxnState.COMPLETE_COMMIT
 
 
@@ -76,4 +84,5 @@ def test_bumps_fencing_and_expiry(tmp_path: Path) -> None:
     # Idle past transactional.id.expiration.ms: forgotten, in the log too.
     now[0] += 1_000
     assert c.remove_expired() == 1 and "app" not in c.txns
+    _crash(c)
     assert "app" not in _coordinator(tmp_path, markers, now).txns

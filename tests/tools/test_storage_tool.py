@@ -187,3 +187,21 @@ def test_kraft_listener_checks(tmp_path, changes: dict[str, str | None], error: 
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and error in out.stderr, out.stderr
     assert not log_dir.exists()
+
+
+def test_format_refuses_a_dir_another_process_holds(pylog, tmp_path) -> None:
+    """The log dir lock, as the broker takes it: format writes nothing into a
+    dir that another process (here this test, through the broker's own lock)
+    is using."""
+    from pylog.log.dir_lock import LogDirLock
+
+    config, _, log_dir = _kraft_config(tmp_path)
+    log_dir.mkdir()
+    with LogDirLock(log_dir):
+        out = pylog("storage", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qk", "-c", str(config))
+        assert out.returncode == 1
+        assert f"Failed to acquire lock on file .lock in {log_dir}." in out.stderr
+        assert not (log_dir / "meta.properties").exists()
+    out = pylog("storage", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qk", "-c", str(config))
+    assert out.returncode == 0, out.stderr
+    assert (log_dir / "meta.properties").exists()
