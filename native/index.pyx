@@ -39,6 +39,7 @@ cdef enum:
     WARM_BYTES = 8192
     HEADER_OVERHEAD = 12      # baseOffset + batchLength
     V2_HEADER = 61            # bytes before the first record
+    MAGIC_END = 17            # bytes up to and including the magic
 
 # index_batches status codes
 cpdef enum:
@@ -167,10 +168,25 @@ def time_entry(const uint8_t[::1] buf, Py_ssize_t slot):
     return <int64_t>rd64(p), <int32_t>rd32(p + 8)
 
 
+cdef inline Py_ssize_t _bad_batch(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end) nogil:
+    """0 when a whole v2 batch starts at ``pos`` of ``b[:end]`` (its size at
+    least a v2 header, magic 2, its bytes inside ``end``), else nonzero.
+
+    ``end`` is a segment's exact size (a segment only ever holds whole
+    batches), so a batch running past it is as broken as a too-small one."""
+    if pos + MAGIC_END > end:
+        return 1  # not even a header's fields up to the magic
+    cdef int64_t size = <int64_t><int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
+    if size < V2_HEADER or b[pos + 16] != 2 or pos + size > end:
+        return 1
+    return 0
+
+
 def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
                  int64_t target_offset, int64_t max_bytes=0,
                  int64_t max_offset=0x7fffffffffffffff):
-    """Walk batch headers of a log from ``start`` to ``end``.
+    """Walk batch headers of a log segment from ``start`` to ``end`` (the
+    segment's size: it holds whole batches only).
 
     Finds the first batch whose last offset is >= ``target_offset`` and then
     takes whole batches after it while their total stays within ``max_bytes``
@@ -179,8 +195,15 @@ def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
     its base offset is at or past ``max_offset``.
 
     Returns ``(position, base_offset, first_size, length)``; position -1 when no
-    batch in range holds the target.  Only the 12-byte size prefix and the
-    lastOffsetDelta are read: batches were validated when appended or recovered.
+    batch in range holds the target.  Only the 17-byte prefix up to the magic
+    and the lastOffsetDelta are read: batches were validated when appended or
+    recovered.  A header that cannot be a v2 batch (size below the v2 header,
+    magic not 2, bytes past ``end``, a torn header at the end) met before the
+    target is found returns ``(-2, its position, its size field, its magic)``
+    (size and magic -1 where they lie past ``end``): Kafka's reader throws
+    CorruptRecordException there, and skipping it would hide the batches behind
+    it.  One met after the first batch only ends the slice, so the intact
+    batches before it are served.
     """
     cdef Py_ssize_t buflen = buf.shape[0]
     if end > buflen:
@@ -190,14 +213,16 @@ def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
     cdef const uint8_t* b
     cdef Py_ssize_t pos = start, size = 0, first_pos = -1, first_size = 0
     cdef int64_t base = -1, first_base = -1, last, length = 0
+    cdef bint corrupt = False
     if end <= start:
         return -1, -1, 0, 0
     b = &buf[0]
     with nogil:
-        while pos + HEADER_OVERHEAD <= end:
-            size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
-            if size < V2_HEADER or pos + size > end:
+        while pos < end:
+            if _bad_batch(b, pos, end):
+                corrupt = True
                 break
+            size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
             base = <int64_t>rd64(b + pos)
             last = base + <int32_t>rd32(b + pos + 23)
             if last >= target_offset:
@@ -209,16 +234,19 @@ def scan_batches(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end,
         if first_pos >= 0 and first_base < max_offset:
             length = first_size
             pos = first_pos + first_size
-            while pos + HEADER_OVERHEAD <= end:
-                size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
-                if size < V2_HEADER or pos + size > end:
+            while pos < end:
+                if _bad_batch(b, pos, end):
                     break
+                size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
                 if length + size > max_bytes:
                     break
                 if <int64_t>rd64(b + pos) >= max_offset:
                     break
                 length += size
                 pos += size
+    if corrupt:
+        return (-2, pos, <int32_t>rd32(b + pos + 8) if pos + HEADER_OVERHEAD <= end else -1,
+                b[pos + 16] if pos + MAGIC_END <= end else -1)
     return first_pos, first_base, first_size, length
 
 
@@ -229,7 +257,8 @@ def find_timestamp(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int
     ``offset`` and ``timestamp`` are the first record's with timestamp >= target
     when the batch is uncompressed (read from the record headers), or -1 when
     the batch is compressed and the caller must decode it.  Position -1 when no
-    batch qualifies.
+    batch qualifies; -2 (and the position as the base offset) at a header
+    that cannot be a v2 batch, as :func:`scan_batches`.
     """
     cdef Py_ssize_t buflen = buf.shape[0]
     if end > buflen:
@@ -243,10 +272,10 @@ def find_timestamp(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int
     cdef uint64_t acc
     cdef uint8_t byte
     cdef int32_t count, i
-    while pos + V2_HEADER <= end:
+    while pos < end:
+        if _bad_batch(b, pos, end):
+            return -2, pos, -1, -1, -1  # as scan_batches: Kafka's CorruptRecordException
         size = <int32_t>rd32(b + pos + 8) + HEADER_OVERHEAD
-        if size < V2_HEADER or pos + size > end:
-            break
         max_ts = <int64_t>rd64(b + pos + 35)
         if max_ts >= target_ts:
             base = <int64_t>rd64(b + pos)

@@ -40,3 +40,16 @@ class IndexFullError(LogError):
 
 class LogClosedError(LogError):
     """An operation on a log that was closed or deleted."""
+
+
+class CorruptRecordError(LogError):
+    """A batch header in a segment that cannot be a batch (Kafka's
+    CorruptRecordException): its size below the v2 header, its magic not 2,
+    or its bytes past the segment's end.  Reads that meet it before the batch
+    they look for fail with it (CORRUPT_MESSAGE to the fetcher) rather than
+    skipping the rest of the segment.  ``segment`` and ``position`` say where."""
+
+    def __init__(self, message: str, segment: str, position: int) -> None:
+        super().__init__(message)
+        self.segment = segment
+        self.position = position

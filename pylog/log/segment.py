@@ -21,7 +21,7 @@ from pylog.io import pagecache
 from pylog.io.backend import IOBackend
 from pylog.io.posix import PosixBackend
 from pylog.log.config import INT_MAX, LogConfig
-from pylog.log.errors import InvalidOffsetError
+from pylog.log.errors import CorruptRecordError, InvalidOffsetError
 from pylog.log.offset_index import OffsetIndex, OffsetPosition
 from pylog.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 
@@ -314,9 +314,31 @@ class LogSegment:
                          ) -> tuple[int, int, int] | None:
         """(position, base offset, size) of the first batch whose last offset >= ``offset``."""
         start = max(start_position, self.offset_index.lookup(offset).position)
-        pos, base, size, _ = _native.scan_batches(self._read_map(self._size), start,
-                                                  self._size, offset, 0)
+        pos, base, size, length = _native.scan_batches(self._read_map(self._size), start,
+                                                       self._size, offset, 0)
+        if pos == -2:
+            self._corrupt(base, size, length)
         return None if pos < 0 else (pos, base, size)
+
+    def _corrupt(self, position: int, size: int, magic: int) -> None:
+        """Raise CorruptRecordError for the batch header a native walk
+        stopped at (Kafka's FileLogInputStream messages where it has them)."""
+        path = self.log_path
+        if size == -1:
+            what = (f"Found a torn batch header ({self._size - position} bytes) at the end "
+                    f"of file {path}")
+        elif size < 14:
+            what = (f"Found record size {size} smaller than minimum record overhead (14) "
+                    f"in file {path}.")
+        elif size + 12 < 61:
+            what = (f"Found record size {size} smaller than the v2 batch header (49) "
+                    f"in file {path}.")
+        elif magic != 2:
+            what = f"Invalid magic {magic} of a batch in file {path}."
+        else:
+            what = (f"Found record size {size} past the end of file {path} "
+                    f"({self._size} bytes).")
+        raise CorruptRecordError(f"{what} (position {position})", str(path), position)
 
     def read(self, start_offset: int, max_bytes: int, max_offset: int,
              min_one_message: bool = True) -> tuple[int, int, int] | None:
@@ -334,6 +356,8 @@ class LogSegment:
         pos, base, first_size, length = _native.scan_batches(
             self._read_map(self._size), start, self._size, start_offset, max_bytes, max_offset)
         if pos < 0:
+            if pos == -2:
+                self._corrupt(base, first_size, length)
             return None
         if not min_one_message and first_size > max_bytes:
             length = 0
@@ -380,6 +404,8 @@ class LogSegment:
             pos, base, last, offset, ts = _native.find_timestamp(buf, start, self._size,
                                                                  timestamp)
             if pos < 0:
+                if pos == -2:
+                    self._corrupt(base, *_header_fields(buf, base, self._size))
                 return None
             if last >= starting_offset:
                 if offset >= starting_offset:
@@ -631,3 +657,11 @@ def _first_record_at(buf: object, position: int, timestamp: int, base: int,
     finally:
         view.release()
     return None
+
+
+def _header_fields(buf: mmap.mmap | bytes, position: int, end: int) -> tuple[int, int]:
+    """(size field, magic) of the batch header at ``position``, -1 for what
+    lies past ``end``."""
+    size = _BATCH_LENGTH.unpack_from(buf, position + 8)[0] if position + 12 <= end else -1
+    magic = buf[position + 16] if position + 17 <= end else -1
+    return size, magic

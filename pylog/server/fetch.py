@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pylog._native.fetch_codec import decode_fetch_request, encode_fetch_response
 from pylog.log import OffsetOutOfRangeError
-from pylog.log.errors import LogClosedError
+from pylog.log.errors import CorruptRecordError, LogClosedError
 from pylog.net.connection import Throttled
 from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext
-from pylog.server.list_offsets import NO_EPOCH, epoch_error
+from pylog.server.list_offsets import NO_EPOCH, epoch_error, log_corrupt_read
 
 if TYPE_CHECKING:
     from pylog.server.broker import Broker
@@ -144,6 +144,13 @@ def _read(broker: Broker, request: Request) -> Found:
             except OffsetOutOfRangeError:
                 parts.append((index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso,
                               log.log_start_offset, None, b""))
+                errors = complete = True
+                continue
+            except CorruptRecordError as exc:
+                # ReplicaManager.readFromLocalLog: CORRUPT_MESSAGE for this
+                # partition; the others, and this one's other offsets, serve on.
+                log_corrupt_read(exc, topic, index)
+                parts.append(_error(index, ErrorCode.CORRUPT_MESSAGE))
                 errors = complete = True
                 continue
             except LogClosedError:  # deleted under the read: as if unknown

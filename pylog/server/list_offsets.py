@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+from pylog.log.errors import CorruptRecordError
 from pylog.log.log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -20,6 +22,8 @@ VERSIONS = (1, 7)
 NO_EPOCH = -1  # current_leader_epoch: the client does not know it (and before v4)
 CONSUMER_REPLICA_ID = -1  # a client's request; brokers send their id, -2 is a debug tool
 
+_log = logging.getLogger(__name__)
+
 
 def _refused(index: int, code: int) -> dict[str, Any]:
     return {"partition_index": index, "error_code": code,
@@ -33,6 +37,14 @@ def epoch_error(current: int, leader: int) -> int:
     if current == NO_EPOCH or current == leader:
         return 0
     return ErrorCode.FENCED_LEADER_EPOCH if current < leader else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def log_corrupt_read(exc: CorruptRecordError, topic: str, partition: int) -> None:
+    """The log line of a read (Fetch, ListOffsets) that met a corrupt batch:
+    the partition, the segment file and the position, so an operator can
+    find it (``pylog dump-log``) and restore the segment from a replica."""
+    _log.error("Corrupt batch in %s-%d: segment %s, position %d: %s", topic, partition,
+               exc.segment, exc.position, exc)
 
 
 def _partition(broker: Broker, topic: str, p: Any, version: int,
@@ -53,7 +65,11 @@ def _partition(broker: Broker, topic: str, p: Any, version: int,
     elif ts == MAX_TIMESTAMP and version < 7:
         return _refused(index, ErrorCode.UNSUPPORTED_VERSION)
     else:
-        found = log.offset_for_timestamp(ts)
+        try:
+            found = log.offset_for_timestamp(ts)
+        except CorruptRecordError as exc:  # KafkaApis: Errors.forException
+            log_corrupt_read(exc, topic, index)
+            return _refused(index, ErrorCode.CORRUPT_MESSAGE)
         found_ts, offset = (found.timestamp, found.offset) if found else (-1, -1)
         if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             found_ts = -1
