@@ -1,7 +1,14 @@
 """A memory-mapped, preallocated index file (Kafka's ``AbstractIndex``).
 
 The file is created at its maximum size (``segment.index.bytes`` rounded down
-to whole entries) so appends never grow it, and it is mapped once.  The
+to whole entries) so appends never grow it, and it is mapped once.  Its
+blocks are allocated for real (``posix_fallocate``), not left sparse as
+Kafka's ``setLength`` leaves them: appends store entries through the mapping,
+and a store into a hole the filesystem cannot fill (a full disk, a full
+tmpfs) is a SIGBUS that kills the process with no log line.  Allocated up
+front, a full disk is an ENOSPC from the system call that makes or grows the
+file, which takes the documented path (KAFKA_STORAGE_ERROR, the dir offline).
+The
 number of valid entries lives in memory: after a clean close the file is
 trimmed to exactly its entries, so on open "entries = file length / entry
 size"; after a crash the tail may hold zeros, which is why the loader rebuilds
@@ -11,6 +18,7 @@ others.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from pathlib import Path
@@ -36,8 +44,12 @@ class IndexFile:
         self._mm: mmap.mmap | None = None
         try:
             if newly_created and writable:
-                os.ftruncate(self._fd, self._round(max_index_size))
+                _allocate(self._fd, self._round(max_index_size))
             self._length = os.fstat(self._fd).st_size
+            if writable and not newly_created and self._length:
+                # A file a crash left at full size, made sparse by an older
+                # version: its holes are filled before anything maps them.
+                _allocate(self._fd, self._length)
             self._map()  # mmap takes a descriptor of its own: EMFILE here too
         except BaseException:
             os.close(self._fd)
@@ -88,7 +100,10 @@ class IndexFile:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        os.ftruncate(self._fd, new_length)
+        if new_length > self._length:
+            _allocate(self._fd, new_length)
+        else:
+            os.ftruncate(self._fd, new_length)
         self._length = new_length
         self.entries = min(self.entries, self.max_entries)
         self._map()
@@ -144,3 +159,17 @@ class IndexFile:
         if self.path.exists():
             os.replace(self.path, new_path)
         self.path = Path(new_path)
+
+
+def _allocate(fd: int, length: int) -> None:
+    """Make the file ``length`` bytes long with every block allocated (see
+    the module's docstring).  ENOSPC (and EDQUOT) raise.  A filesystem that
+    cannot allocate ahead (EOPNOTSUPP, EINVAL) gets the size alone, as
+    before: there is nothing better to do on it."""
+    try:
+        os.posix_fallocate(fd, 0, length)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        if os.fstat(fd).st_size < length:
+            os.ftruncate(fd, length)

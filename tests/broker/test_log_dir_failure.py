@@ -30,14 +30,16 @@ def _batch(value: bytes) -> bytes:
                               for i in range(RECORDS)]))
 
 
-def _read_all(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes | None]]:
+def _read_all(bootstrap: str, topic: str, count: int,
+              partition: int = 0) -> list[tuple[int, bytes | None]]:
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
                             "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
-    consumer.assign([ck.TopicPartition(topic, 0, 0)])
+    consumer.assign([ck.TopicPartition(topic, partition, 0)])
     got: list[tuple[int, bytes | None]] = []
     try:
         while len(got) < count:
-            msgs = consumer.consume(1000, timeout=10)
+            # no more than are missing: consume() waits for the number asked
+            msgs = consumer.consume(min(1000, count - len(got)), timeout=10)
             assert msgs, f"read {len(got)} of {count} records"
             for m in msgs:
                 assert m.error() is None, m.error()
