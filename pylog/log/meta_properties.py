@@ -2,9 +2,11 @@
 
 KRaft's version 1 of the file: ``version=1``, ``node.id`` and ``cluster.id``,
 a Java properties file.  ``pylog storage format`` writes it before a first
-start (Kafka's quickstart), and ``pylog broker`` writes it into an empty dir
-on its first start (the embedded default); every later start checks that the
-dir belongs to the configured node.
+start (Kafka's quickstart); a KRaft node (``process.roles`` set) will not
+start without it, as Kafka's KafkaRaftServer will not (:func:`require`).
+Without ``process.roles`` (the embedded default, ZooKeeper mode) ``pylog
+broker`` writes it into an empty dir on its first start.  Every later start
+checks that the dir belongs to the configured node.
 
 A cluster id is a Kafka ``Uuid`` as text: its 16 bytes in URL-safe base64
 without padding (22 characters), as ``kafka-storage.sh random-uuid`` prints.
@@ -67,6 +69,17 @@ def write(log_dir: Path, node_id: int, cluster_id: str) -> dict[str, str]:
     meta = {"cluster.id": cluster_id, "node.id": str(node_id), "version": VERSION}
     text = "#\n" + "".join(f"{k}={v}\n" for k, v in meta.items())
     write_atomically(log_dir / META_PROPERTIES, text.encode())
+    return meta
+
+
+def require(log_dir: Path) -> dict[str, str]:
+    """The dir's properties; ValueError in Kafka's words (BrokerMetadataCheckpoint's,
+    with pylog's command) when it has none: a KRaft node's dir is formatted
+    by the operator, never on the node's first start."""
+    meta = read(log_dir)
+    if meta is None:
+        raise ValueError(f"No `meta.properties` found in {log_dir} (have you run "
+                         "`pylog storage format` to format the directory?)")
     return meta
 
 

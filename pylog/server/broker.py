@@ -1,7 +1,8 @@
 """A broker node: its log dir, topics, producer state, listener and periodic tasks.
 
 Startup opens the log dir (recovering after an unclean stop; ``meta.properties``
-with the cluster id and node id is written on first start), then listens.
+with the cluster id and node id is written on first start, except in KRaft
+mode, where ``pylog storage format`` must have written it), then listens.
 Shutdown, as Kafka's controlled shutdown on one node: stop accepting, let the
 requests already read finish, close the logs (flush, checkpoints, and the
 clean-shutdown marker last).
@@ -23,7 +24,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.coordinator.transactions import TransactionCoordinator, TxnConfig
 from pylog.coordinator.txn_log import TXN_TOPIC
 from pylog.io.backend import get_backend
-from pylog.log import LogManager
+from pylog.log import LogManager, meta_properties
 from pylog.net.listener import Listener
 from pylog.net.request_queue import RequestQueue
 from pylog.protocol import ErrorCode
@@ -52,6 +53,9 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.log_dir = config.log_dir
+        if config["process.roles"]:
+            # KRaft: the operator formats the dir first, as Kafka requires.
+            meta_properties.require(self.log_dir)
         # The dynamic broker configs saved by AlterConfigs: the logs open with
         # the topic defaults they give (pylog.server.dynamic_configs).
         dynamic_configs.load(config)

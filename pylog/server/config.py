@@ -9,9 +9,11 @@ KRaft quorum) are accepted and ignored, so a stock Kafka file loads.
 
 Dynamic broker configs (Kafka's KIP-226, see pylog.server.dynamic_configs) are
 two more layers over server.properties: the cluster-wide default and this
-node's own values.  ``originals`` stays the static layer; the parsed values,
-``log_config`` and ``describe()`` are of all layers merged, per-broker over
-cluster default over static, as Kafka builds its KafkaConfig from them.
+node's own values.  ``originals`` is what the file and overrides gave,
+``static`` the static layer Kafka reads from them (node.id and broker.id
+standing for each other); the parsed values, ``log_config`` and
+``describe()`` are of all layers merged, per-broker over cluster default over
+static, as Kafka builds its KafkaConfig from them.
 """
 
 from __future__ import annotations
@@ -202,7 +204,8 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "controller.listener.names": (_names, ""),
     "inter.broker.listener.name": (_names, None),
     "node.id": (_int(0, INT_MAX), "0"),
-    "broker.id": (_int(0, INT_MAX), None),
+    # The same id under its ZooKeeper-mode name (see _populate_synonyms).
+    "broker.id": (_int(0, INT_MAX), "0"),
     "log.dirs": (_dirs, "./pylog-data"),
     "log.dir": (_dirs, None),
     "num.partitions": (_int(1, INT_MAX), "1"),
@@ -328,6 +331,18 @@ IGNORED = frozenset({
 })
 
 
+def _populate_synonyms(props: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's KafkaConfig.populateSynonyms: node.id and broker.id name one
+    id, so the one given stands for the other too (DescribeConfigs shows both
+    as STATIC_BROKER_CONFIG with the node's id)."""
+    out = dict(props)
+    if "broker.id" not in out and "node.id" in out:
+        out["broker.id"] = out["node.id"]
+    elif "node.id" not in out and "broker.id" in out:
+        out["node.id"] = out["broker.id"]
+    return out
+
+
 def read_properties(text: str, source: str = "properties") -> dict[str, str]:
     """Java-properties-style ``key=value`` (or ``key: value``) lines; # and ! comments."""
     out: dict[str, str] = {}
@@ -349,6 +364,9 @@ class BrokerConfig:
                  dynamic_default: Mapping[str, str] | None = None,
                  dynamic_broker: Mapping[str, str] | None = None) -> None:
         self.originals = dict(props or {})
+        # The static layer as Kafka reads it (server.properties and --override,
+        # node.id and broker.id standing for each other).
+        self.static = _populate_synonyms(self.originals)
         # Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and DYNAMIC_BROKER_CONFIG layers
         # (checked by pylog.server.dynamic_configs; names pylog does not know
         # are kept there, as Kafka keeps custom configs, and have no effect).
@@ -419,7 +437,7 @@ class BrokerConfig:
     def merged(self) -> dict[str, str]:
         """Every explicitly set key known to pylog: per-broker dynamic over
         cluster-wide dynamic over server.properties."""
-        out = dict(self.originals)
+        out = dict(self.static)
         for layer in (self.dynamic_default, self.dynamic_broker):
             out.update((k, v) for k, v in layer.items() if k in KEYS)
         return out
@@ -432,7 +450,7 @@ class BrokerConfig:
             return {k: v for k, v in values.items() if k in KEYS}
         return ((DYNAMIC_BROKER_CONFIG, known(self.dynamic_broker)),
                 (DYNAMIC_DEFAULT_BROKER_CONFIG, known(self.dynamic_default)),
-                (STATIC_BROKER_CONFIG, self.originals))
+                (STATIC_BROKER_CONFIG, self.static))
 
     def with_dynamic(self, dynamic_default: Mapping[str, str],
                      dynamic_broker: Mapping[str, str]) -> BrokerConfig:

@@ -112,7 +112,7 @@ def _synonyms(config: BrokerConfig, name: str) -> list[dict[str, Any]]:
     names = _SYNONYMS.get(name, (name,))
     layers = ((DYNAMIC_BROKER_CONFIG, config.dynamic_broker),  # custom keys too
               (DYNAMIC_DEFAULT_BROKER_CONFIG, config.dynamic_default),
-              (STATIC_BROKER_CONFIG, config.originals), (DEFAULT_CONFIG, _DEFAULTS))
+              (STATIC_BROKER_CONFIG, config.static), (DEFAULT_CONFIG, _DEFAULTS))
     out = [{"name": n, "value": values[n] if n in KEYS else None, "source": source}
            for source, values in layers for n in names if n in values]
     while out and out[0]["name"] != name:  # dropWhile(_.name != name)

@@ -13,7 +13,10 @@ topic T.``.  Errors are one line on stderr, exit status 1.
 
 The cluster-wide broker default (``--entity-default``, ``--broker-defaults``)
 is the BROKER resource named ``""``; confluent-kafka refuses that name, so
-those requests go over pylog's own codec (pylog.tools.wire).
+those requests go over pylog's own codec (pylog.tools.wire).  Every
+``--describe`` does: librdkafka keys a config's synonyms by name, which
+loses all but one where a key is listed from two sources (a
+``server.properties`` value and its default).
 
 ``--entity-type broker-loggers --entity-name ID`` (KIP-412) describes and
 changes a broker's logger levels as Kafka's ConfigCommand does (header
@@ -52,6 +55,7 @@ from pylog.tools.common import (
 from pylog.tools.wire import WireClient, parse_bootstrap
 
 TIMEOUT_S = 30.0
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC on the wire
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER on the wire
 # _resources' stand-in for the broker default, which no ConfigResource can name.
 BROKER_DEFAULT = None
@@ -109,7 +113,7 @@ def _source_name(source: Any) -> str:
 
 def _entry_line(entry: Any) -> str:
     synonyms = ", ".join(f"{_source_name(s.source)}:{s.name}={_text(s.value)}"
-                         for s in entry.synonyms.values())
+                         for s in entry.synonyms)
     value = None if entry.is_sensitive else entry.value
     return (f"  {entry.name}={_text(value)} sensitive={str(entry.is_sensitive).lower()} "
             f"synonyms={{{synonyms}}}")
@@ -206,9 +210,12 @@ def _broker_loggers(admin: Any, args: argparse.Namespace) -> None:
     print(f"Completed updating config for broker-logger {node}.")
 
 
-def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any]) -> Any:
-    """The one result of a broker-default request, its error as a ToolError."""
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any],
+                  addresses: list[tuple[str, int]] | None = None) -> Any:
+    """The one result of a request to ``addresses`` (the bootstrap servers
+    unless given), its error as a ToolError."""
+    addresses = addresses or parse_bootstrap(args.bootstrap_server)
+    with WireClient(addresses, TIMEOUT_S) as client:
         resp = client.request(api_key, body)
     results = resp.results if api_key == ApiKey.DESCRIBE_CONFIGS else resp.responses
     (result,) = results
@@ -217,15 +224,18 @@ def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any
     return result
 
 
-def _describe_default(args: argparse.Namespace) -> dict[str, Any]:
-    """The broker default's entries, shaped like confluent-kafka's ConfigEntry."""
+def _describe_wire(args: argparse.Namespace, resource_type: int, name: str,
+                   addresses: list[tuple[str, int]] | None = None) -> dict[str, Any]:
+    """One resource's entries, shaped like confluent-kafka's ConfigEntry but
+    with the synonyms as the broker lists them: librdkafka keys synonyms by
+    name, so one key's STATIC_BROKER_CONFIG and DEFAULT_CONFIG values would
+    collapse into the last one."""
     result = _wire_request(args, ApiKey.DESCRIBE_CONFIGS, {
-        "resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "",
+        "resources": [{"resource_type": resource_type, "resource_name": name,
                        "configuration_keys": None}],
-        "include_synonyms": True})
+        "include_synonyms": True}, addresses)
     return {c.name: SimpleNamespace(name=c.name, value=c.value, is_sensitive=c.is_sensitive,
-                                    source=c.config_source,
-                                    synonyms={s.name: s for s in c.synonyms})
+                                    source=c.config_source, synonyms=list(c.synonyms))
             for c in result.configs}
 
 
@@ -245,14 +255,29 @@ def _alter_default(args: argparse.Namespace, added: dict[str, str],
 
 def _describe_one(admin: Any, resource: Any, args: argparse.Namespace) -> dict[str, Any]:
     from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ResourceType
 
     if resource is BROKER_DEFAULT:
-        return _describe_default(args)
+        return _describe_wire(args, BROKER_RESOURCE, "")
+    if resource.restype == ResourceType.TOPIC:
+        return _describe_wire(args, TOPIC_RESOURCE, resource.name)
+    # A broker's configs come from that broker, as Kafka's admin client asks it.
+    try:
+        node = check_reachable(admin).brokers.get(int(resource.name))
+    except ToolError as exc:
+        raise _fail(str(exc)) from None
+    if node is not None:
+        return _describe_wire(args, BROKER_RESOURCE, resource.name, [(node.host, node.port)])
+    # Not a broker of the cluster: librdkafka waits for it to appear, as Kafka's
+    # admin client does, and the tool reports the time-out.
     fut = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource]
     try:
-        return wait_future(fut, TIMEOUT_S)
+        entries = wait_future(fut, TIMEOUT_S)
     except KafkaException as exc:
         raise _fail(error_text(exc)) from None
+    return {k: SimpleNamespace(name=e.name, value=e.value, is_sensitive=e.is_sensitive,
+                               source=e.source, synonyms=list(e.synonyms.values()))
+            for k, e in entries.items()}
 
 
 def _describe(admin: Any, args: argparse.Namespace) -> None:
