@@ -10,6 +10,11 @@ warning and is left out (:func:`new_client`), as Kafka's clients ignore it.
 
 Errors follow one rule in every tool: one line on stderr, exit status 1
 (:func:`run_tool`); argparse's usage errors keep argparse's status 2.
+
+Every tool that talks to a broker goes through :func:`connect_any` before its
+first request (:func:`new_client` for the librdkafka tools, ``WireClient`` for
+the others): where nothing listens it fails at once with the address and the
+cause, instead of waiting out a client's metadata timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import logging
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -46,6 +52,12 @@ _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
 }
 _UNKNOWN_PROPERTY = re.compile(r'^No such configuration property: "(.+)"$')
+# How long one bootstrap address may take to accept a TCP connection before the
+# tool names it unreachable (Kafka's clients wait up to 10 s per attempt, and
+# then retry for the whole API timeout; an operator wants the cause at once).
+CONNECT_TIMEOUT_S = 3.0
+# The security protocols a pylog broker serves (its listeners are PLAINTEXT).
+SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 # librdkafka logs connection failures to stderr on its own; the tools report
 # errors themselves (one line), so its logger goes nowhere.
@@ -68,6 +80,86 @@ def _on_client_error(err: Any) -> None:
 
 class ToolError(Exception):
     """A failure the tool reports as one line and exit status 1."""
+
+
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port]`` -> addresses (IPv6 hosts in brackets; a
+    ``PLAINTEXT://`` prefix, as librdkafka takes, is dropped)."""
+    out = []
+    for item in (s.strip() for s in bootstrap.split(",")):
+        if not item:
+            continue
+        address = item.split("://", 1)[-1]
+        host, sep, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ToolError(f"Invalid url in bootstrap.servers: {item}")
+        out.append((host.strip("[]") or "localhost", int(port)))
+    if not out:
+        raise ToolError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
+def _connect_error(exc: OSError, timeout: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout:g} s"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def connect_any(addresses: list[tuple[str, int]], timeout: float = CONNECT_TIMEOUT_S
+                ) -> tuple[socket.socket, tuple[str, int]]:
+    """A TCP connection to the first address that takes one, and that address.
+    None does: a ToolError naming every address and why it failed (refused,
+    unresolvable, no answer within ``timeout``), so a tool never waits out a
+    client timeout to say "Timed out waiting for a node assignment"."""
+    errors = []
+    for host, port in addresses:
+        try:
+            return socket.create_connection((host, port), timeout=timeout), (host, port)
+        except OSError as exc:
+            errors.append(f"{host}:{port} ({_connect_error(exc, timeout)})")
+    raise ToolError(f"Cannot connect to the broker at {', '.join(errors)}")
+
+
+def require_reachable(bootstrap: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast, naming the address and the cause, unless some bootstrap
+    server accepts a TCP connection."""
+    sock, _ = connect_any(parse_bootstrap(bootstrap), timeout)
+    sock.close()
+
+
+def check_security(props: Mapping[str, str]) -> None:
+    """Refuse a ``security.protocol`` no pylog broker serves, by name, instead
+    of failing later in a TLS or SASL handshake."""
+    protocol = props.get("security.protocol")
+    if protocol is not None and protocol.strip().upper() not in SECURITY_PROTOCOLS:
+        raise ToolError(f"security.protocol={protocol} is not supported by pylog: its brokers "
+                        "serve PLAINTEXT only")
+
+
+def wire_config(args: argparse.Namespace) -> dict[str, str]:
+    """``--command-config`` of a tool that speaks the protocol itself (no
+    client library): read and checked; its ``request.timeout.ms`` is the
+    request timeout (:func:`wire_timeout`), the rest concerns clients pylog's
+    codec does not have (retries, buffers) and is not used."""
+    path = getattr(args, "command_config", None)
+    props = read_properties_file(path) if path else {}
+    check_security(props)
+    return props
+
+
+def wire_timeout(props: Mapping[str, str], default: float) -> float:
+    """``request.timeout.ms`` from ``props`` in seconds, else ``default``."""
+    raw = props.get("request.timeout.ms")
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ToolError(f"Invalid value {raw} for configuration request.timeout.ms: "
+                        "Not a number of type INT") from None
+    if value <= 0:
+        raise ToolError(f"Invalid value {raw} for configuration request.timeout.ms")
+    return value / 1000
 
 
 def read_properties_file(path: str) -> dict[str, str]:
@@ -133,12 +225,15 @@ def warn_unknown_config(name: str, client: str) -> None:
 
 
 def new_client(factory: Callable[[dict[str, Any]], Any], conf: dict[str, Any]) -> Any:
-    """``factory(conf)`` (Producer, Consumer, AdminClient); a property librdkafka
+    """``factory(conf)`` (Producer, Consumer, AdminClient), once a bootstrap
+    server takes a connection (:func:`require_reachable`); a property librdkafka
     does not know is dropped with Kafka's warning instead of failing the tool,
     since Kafka's clients only warn about unknown names."""
     from confluent_kafka import KafkaException
 
     conf = dict(conf)
+    check_security(conf)
+    require_reachable(str(conf.get("bootstrap.servers", "")))
     client = {"Producer": "producer.ProducerConfig", "Consumer": "consumer.ConsumerConfig"
               }.get(getattr(factory, "__name__", ""), "admin.AdminClientConfig")
     while True:

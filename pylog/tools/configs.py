@@ -44,12 +44,15 @@ from pylog.tools.common import (
     admin_client,
     check_reachable,
     error_text,
+    parse_bootstrap,
     read_properties_file,
     run_tool,
     split_list,
     wait_future,
+    wire_config,
+    wire_timeout,
 )
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.wire import WireClient
 
 TIMEOUT_S = 30.0
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER on the wire
@@ -206,9 +209,15 @@ def _broker_loggers(admin: Any, args: argparse.Namespace) -> None:
     print(f"Completed updating config for broker-logger {node}.")
 
 
+def _wire_client(args: argparse.Namespace) -> WireClient:
+    """A connection for the requests confluent-kafka cannot send (see above)."""
+    return WireClient(parse_bootstrap(args.bootstrap_server),
+                      wire_timeout(wire_config(args), TIMEOUT_S))
+
+
 def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any]) -> Any:
     """The one result of a broker-default request, its error as a ToolError."""
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+    with _wire_client(args) as client:
         resp = client.request(api_key, body)
     results = resp.results if api_key == ApiKey.DESCRIBE_CONFIGS else resp.responses
     (result,) = results
@@ -362,7 +371,7 @@ def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str
         components.append({"entity_type": QUOTA_ENTITY_TYPES[entity_type],
                            "match_type": match_type,
                            "match": name if match_type == 0 else None})
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+    with _wire_client(args) as client:
         resp = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS,
                               {"components": components, "strict": True})
     if resp.error_code:
@@ -396,7 +405,7 @@ def _quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> Non
             raise ToolError(f"Invalid config(s): {','.join(unknown)}")
         ops += [{"key": k, "value": 0.0, "remove": True} for k in deleted]
     entity = [{"entity_type": t, "entity_name": n} for t, n in _quota_entity(types, names)]
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+    with _wire_client(args) as client:
         resp = client.request(ApiKey.ALTER_CLIENT_QUOTAS,
                               {"entries": [{"entity": entity, "ops": ops}],
                                "validate_only": False})

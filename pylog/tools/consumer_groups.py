@@ -25,8 +25,15 @@ from datetime import datetime, timedelta
 
 from pylog.coordinator.consumer_protocol import assignment_partitions
 from pylog.protocol import ApiKey, error_name
-from pylog.tools.common import ToolError, add_bootstrap, run_tool
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    parse_bootstrap,
+    run_tool,
+    wire_config,
+    wire_timeout,
+)
+from pylog.tools.wire import WireClient
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
@@ -487,7 +494,8 @@ def _main(args: argparse.Namespace) -> int:
         raise ToolError("Error: Option --describe does not take a value for --state")
     # Checked before connecting; a bare --state (const "") means every state.
     states = parse_states(args.state) if args.list and args.state else None
-    admin = Admin(args.bootstrap_server, args.timeout / 1000)
+    timeout = wire_timeout(wire_config(args), args.timeout / 1000)
+    admin = Admin(args.bootstrap_server, timeout)
     try:
         if args.list:
             return _list(admin, args, states)
@@ -505,7 +513,7 @@ def _main(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("consumer-groups", help="list, describe, reset and delete consumer "
                        "groups (kafka-consumer-groups.sh)")
-    add_bootstrap(p, command_config=False)
+    add_bootstrap(p)
     p.add_argument("--list", action="store_true", help="list all consumer groups")
     p.add_argument("--describe", action="store_true", help="describe consumer group(s)")
     p.add_argument("--delete", action="store_true", help="delete consumer group(s)")

@@ -330,7 +330,10 @@ def run(args: argparse.Namespace) -> int:
                         "--create, --alter or --delete")
     action = chosen[0]
     _check_options(args, action)
-    admin = admin_client(args)
+    try:
+        admin = admin_client(args)
+    except ToolError as exc:  # no broker at --bootstrap-server: Kafka's error line
+        raise _fail(str(exc)) from None
     {"create": _create, "list": _list, "describe": _describe, "alter": _alter,
      "delete": _delete}[action](admin, args)
     return 0
