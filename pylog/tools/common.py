@@ -9,7 +9,9 @@ A name neither client knows gets Kafka's "supplied but isn't a known config"
 warning and is left out (:func:`new_client`), as Kafka's clients ignore it.
 
 Errors follow one rule in every tool: one line on stderr, exit status 1
-(:func:`run_tool`); argparse's usage errors keep argparse's status 2.
+(:func:`run_tool`); argparse's usage errors keep argparse's status 2 and print
+the tool's own usage (:class:`ToolParser`).  A Kafka flag pylog does not
+implement is refused by name (:func:`refuse_flags`), never silently ignored.
 
 Every tool that talks to a broker goes through :func:`connect_any` before its
 first request (:func:`new_client` for the librdkafka tools, ``WireClient`` for
@@ -80,6 +82,92 @@ def _on_client_error(err: Any) -> None:
 
 class ToolError(Exception):
     """A failure the tool reports as one line and exit status 1."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's, except that text is never broken at a hyphen (a flag such as
+    ``--zk-tls-config-file`` named in a description stays whole)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+
+class ToolParser(argparse.ArgumentParser):
+    """The parser of one tool (``pylog topics``...), used for every subcommand.
+
+    argparse hands a flag a subcommand does not know back to the top-level
+    parser, which then printed ``pylog``'s usage; here the tool itself refuses
+    it with its own usage, as Kafka's tools print theirs.  No abbreviations
+    (``--part`` for ``--partitions``): Kafka's option parser takes none.
+    ``--version`` as in Kafka's CommandDefaultOptions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+        from pylog import __version__
+
+        self.add_argument("--version", action="version", version=f"pylog {__version__}",
+                          help="display the pylog version")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        args = sys.argv[1:] if args is None else list(args)
+        # An unknown flag is named first, as Kafka's option parser does, not
+        # hidden behind "the following arguments are required".
+        unknown = self._unknown_flags(args)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _unknown_flags(self, args: list[str]) -> list[str]:
+        """The ``--name`` arguments this parser has no option for, up to its
+        subcommand (whose parser checks the rest) or ``--``."""
+        commands: set[str] = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands.update(action.choices)
+        unknown = []
+        for arg in args:
+            if arg == "--" or arg in commands:
+                break
+            if arg.startswith("--") and arg.split("=", 1)[0] not in self._option_string_actions:
+                unknown.append(arg)
+        return unknown
+
+
+class _Unsupported(argparse.Action):
+    """A Kafka flag pylog does not implement: a usage error naming it."""
+
+    def __init__(self, option_strings: list[str], dest: str, reason: str = "",
+                 **kwargs: Any) -> None:
+        # Takes a value or none (as the Kafka flag may), so the flag itself
+        # is what gets reported, not a missing or stray value.
+        super().__init__(option_strings, argparse.SUPPRESS, nargs="?",
+                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.reason = reason
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        reason = f": {self.reason}" if self.reason else ""
+        parser.error(f"{option_string} is not supported by pylog{reason}")
+
+
+def refuse_flags(parser: argparse.ArgumentParser, flags: Mapping[str, str]) -> None:
+    """Kafka's flags (``--flag``: why) this tool refuses by name, listed under
+    its help."""
+    for flag, reason in flags.items():
+        parser.add_argument(flag, action=_Unsupported, reason=reason)
+    names = ", ".join(flags)
+    parser.epilog = ((parser.epilog + "\n") if parser.epilog else "") + (
+        f"Kafka options pylog does not support: {names}.")
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:

@@ -46,6 +46,7 @@ from pylog.tools.common import (
     error_text,
     parse_bootstrap,
     read_properties_file,
+    refuse_flags,
     run_tool,
     split_list,
     wait_future,
@@ -492,4 +493,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--add-config-file", metavar="file", help="path to a properties file of "
                    "configs to add")
     p.add_argument("--delete-config", metavar="k1,k2", help="config keys to remove")
+    refuse_flags(p, {
+        "--zookeeper": "pylog has no ZooKeeper; use --bootstrap-server",
+        "--zk-tls-config-file": "pylog has no ZooKeeper; use --bootstrap-server",
+    })
     p.set_defaults(func=run)

@@ -46,6 +46,7 @@ from pylog.tools.common import (
     new_client,
     parse_props,
     read_properties_file,
+    refuse_flags,
     run_tool,
 )
 from pylog.tools.java_text import DOUBLE, FLOAT, java_to_string, uuid_from_string
@@ -569,4 +570,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a Kafka deserializer class for printing values")
     p.add_argument("--formatter", metavar="class",
                    help="accepted for compatibility; the default formatter is used")
+    refuse_flags(p, {
+        "--enable-systest-events": "it logs consumer lifecycle events for Kafka's system "
+                                   "tests",
+    })
     p.set_defaults(func=run)

@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from pylog.tools.common import refuse_flags
+
 INT32_MAX = 2**31 - 1
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -386,4 +388,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="limit the bytes of batches read from each .log file")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="size",
                    help="size of the largest message (accepted for Kafka compatibility)")
+    refuse_flags(p, {"--offsets-decoder": "pylog dump-log does not decode __consumer_offsets "
+                                          "records",
+                     "--transaction-log-decoder": "pylog dump-log does not decode "
+                                                  "__transaction_state records",
+                     "--cluster-metadata-decoder": "pylog keeps no KRaft metadata log"})
     p.set_defaults(func=run)

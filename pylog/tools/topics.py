@@ -26,6 +26,7 @@ from pylog.tools.common import (
     check_reachable,
     error_text,
     parse_props,
+    refuse_flags,
     run_tool,
     wait_future,
 )
@@ -383,4 +384,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --describe: only partitions whose ISR is at min.insync")
     p.add_argument("--topics-with-overrides", action="store_true",
                    help="with --describe: only show topics that have overridden configs")
+    refuse_flags(p, {
+        # Kafka 3.6 refuses it with --bootstrap-server too.
+        "--delete-config": "topic configs are removed with pylog configs --alter "
+                           "--delete-config",
+    })
     p.set_defaults(func=run)

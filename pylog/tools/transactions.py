@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pylog import __version__
 from pylog.protocol import ApiKey
 from pylog.tools.common import (
     ToolError,
@@ -260,6 +261,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "the cluster. It can be used to detect and recover from hanging "
                     "transactions.")
     add_bootstrap(p)
+    p.add_argument("-v", action="version", version=f"pylog {__version__}",
+                   help="display the pylog version (as --version)")
     commands = p.add_subparsers(dest="transactions_command", metavar="COMMAND", required=True)
     commands.add_parser("list", help="list transactions")
     q = commands.add_parser("describe", help="describe the state of an active transactional-id",
