@@ -1,0 +1,128 @@
+"""Kafka 3.6 tool flags pylog's tools lacked, each against a real broker (one
+section per tool)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from broker_process import BrokerProcess
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+
+def _ok(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    return r.stdout
+
+
+def _create(pylog, b: str, topic: str, *extra: str) -> None:
+    _ok(pylog("topics", "--bootstrap-server", b, "--create", "--topic", topic, *extra))
+
+
+# -- topics --topic-id -----------------------------------------------------------
+
+def test_topics_describe_by_topic_id(pylog, tool_broker, topic) -> None:
+    b = tool_broker.bootstrap
+    _create(pylog, b, topic, "--partitions", "2")
+    by_name = _ok(pylog("topics", "--bootstrap-server", b, "--describe", "--topic", topic))
+    fields = dict(f.split(": ", 1) for f in by_name.splitlines()[0].split("\t"))
+    topic_id = fields["TopicId"]
+    by_id = _ok(pylog("topics", "--bootstrap-server", b, "--describe", "--topic-id", topic_id))
+    assert by_id == by_name
+
+    unknown = "AAAAAAAAAAAAAAAAAAAAAQ"  # a valid id no topic has
+    r = pylog("topics", "--bootstrap-server", b, "--describe", "--topic-id", unknown)
+    assert r.returncode == 1
+    assert r.stderr == (f"Error while executing topic command : TopicId '{unknown}' does not "
+                        "exist as expected\n")
+    r = pylog("topics", "--bootstrap-server", b, "--describe", "--topic-id", unknown,
+              "--if-exists")
+    assert r.returncode == 0 and r.stdout == ""
+    r = pylog("topics", "--bootstrap-server", b, "--describe", "--topic-id", "abc")
+    assert r.returncode == 1
+    assert ("Input string `abc` decoded as 2 bytes, which is not equal to the expected 16 "
+            "bytes of a base64-encoded UUID") in r.stderr
+    r = pylog("topics", "--bootstrap-server", b, "--create", "--topic", "x", "--topic-id",
+              topic_id)
+    assert r.returncode == 1
+    assert r.stderr == 'Option "[topic-id]" can\'t be used with option "[create]"\n'
+
+
+# -- consumer-groups --all-groups, --export, --from-file ---------------------------
+
+@pytest.fixture
+def groups_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of the test's own: --all-groups acts on every group it has."""
+    b = BrokerProcess(tmp_path / "data", "group.initial.rebalance.delay.ms=0").start()
+    yield b
+    b.stop()
+
+
+def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit as a consumer outside the group would: an Empty group with offsets."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                 asynchronous=False)
+    finally:
+        c.close()
+
+
+def _committed(pylog, b: str, group: str) -> dict[tuple[str, str], str]:
+    out = _ok(pylog("consumer-groups", "--bootstrap-server", b, "--describe", "--group", group))
+    rows = [line.split() for line in out.splitlines() if line.strip()][1:]
+    return {(r[1], r[2]): r[3] for r in rows}
+
+
+def test_consumer_groups_all_groups_export_and_from_file(pylog, groups_broker,
+                                                         tmp_path) -> None:
+    b = groups_broker.bootstrap
+    _create(pylog, b, "t", "--partitions", "2")
+    producer = Producer({"bootstrap.servers": b})
+    for i in range(20):
+        producer.produce("t", str(i).encode(), partition=i % 2)  # 10 in each partition
+    assert producer.flush(30) == 0
+    _commit(b, "g1", "t", {0: 4, 1: 5})
+    _commit(b, "g2", "t", {0: 1})
+    cg = ["consumer-groups", "--bootstrap-server", b]
+
+    out = _ok(pylog(*cg, "--describe", "--all-groups"))
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert [r[:4] for r in rows if r[0] != "GROUP"] == [
+        ["g1", "t", "0", "4"], ["g1", "t", "1", "5"], ["g2", "t", "0", "1"]]
+
+    # --export: group,topic,partition,offset for several groups; a dry run.
+    r = pylog(*cg, "--reset-offsets", "--all-groups", "--all-topics", "--to-earliest",
+              "--export", "--dry-run")
+    assert _ok(r) == "g1,t,0,0\ng1,t,1,0\ng2,t,0,0\n\n"
+    assert _committed(pylog, b, "g1") == {("t", "0"): "4", ("t", "1"): "5"}
+
+    # One group: topic,partition,offset; then that plan back with --from-file.
+    plan = tmp_path / "plan.csv"
+    plan.write_text(_ok(pylog(*cg, "--reset-offsets", "--group", "g1", "--topic", "t",
+                              "--to-offset", "2", "--export", "--dry-run")))
+    assert plan.read_text() == "t,0,2\nt,1,2\n\n"
+    _ok(pylog(*cg, "--reset-offsets", "--group", "g1", "--from-file", str(plan), "--execute"))
+    assert _committed(pylog, b, "g1") == {("t", "0"): "2", ("t", "1"): "2"}
+
+    # A plan for several groups; out of range offsets are clamped to the log.
+    plan.write_text("g1,t,0,7\ng2,t,0,99\n")
+    out = _ok(pylog(*cg, "--reset-offsets", "--all-groups", "--from-file", str(plan),
+                    "--execute"))
+    assert [line.split() for line in out.splitlines() if line.strip()][1:] == [
+        ["g1", "t", "0", "7"], ["g2", "t", "0", "10"]]
+    assert _committed(pylog, b, "g1") == {("t", "0"): "7", ("t", "1"): "2"}
+
+    r = pylog(*cg, "--reset-offsets", "--group", "g1", "--topic", "t", "--to-latest",
+              "--to-earliest")
+    assert r.returncode == 1
+    assert r.stderr == 'Error: Option "[to-earliest]" can\'t be used with option "[to-latest]"\n'
+    r = pylog(*cg, "--describe", "--group", "g1", "--all-groups")
+    assert r.returncode == 1
+    assert r.stderr == 'Error: Option "[group]" can\'t be used with option "[all-groups]"\n'
+
+    out = _ok(pylog(*cg, "--delete", "--all-groups"))
+    assert out == "Deletion of requested consumer groups ('g1', 'g2') was successful.\n"
+    assert _ok(pylog(*cg, "--list")) == ""
