@@ -126,3 +126,45 @@ def test_consumer_groups_all_groups_export_and_from_file(pylog, groups_broker,
     out = _ok(pylog(*cg, "--delete", "--all-groups"))
     assert out == "Deletion of requested consumer groups ('g1', 'g2') was successful.\n"
     assert _ok(pylog(*cg, "--list")) == ""
+
+
+# -- configs' entity shortcuts -------------------------------------------------------
+
+def test_configs_entity_shortcuts(pylog, tool_broker, topic) -> None:
+    b = tool_broker.bootstrap
+    user, client = f"u-{topic}", f"c-{topic}"
+    configs = ["configs", "--bootstrap-server", b]
+    # --client before --user: Kafka's (user, client-id) order is restored.
+    _ok(pylog(*configs, "--alter", "--client", client, "--user", user,
+              "--add-config", "producer_byte_rate=104857600"))
+    out = _ok(pylog(*configs, "--describe", "--user", user, "--client", client))
+    assert out == (f"Quota configs for user-principal '{user}', client-id '{client}' are "
+                   "producer_byte_rate=104857600.0\n")
+    out = _ok(pylog(*configs, "--describe", "--entity-type", "clients", "--entity-name",
+                    client, "--entity-type", "users", "--entity-name", user))
+    assert "producer_byte_rate=104857600.0" in out
+    _ok(pylog(*configs, "--alter", "--user", user, "--client", client,
+              "--delete-config", "producer_byte_rate"))
+    assert _ok(pylog(*configs, "--describe", "--user", user, "--client", client)) == ""
+
+    _ok(pylog(*configs, "--alter", "--client-defaults", "--add-config",
+              "consumer_byte_rate=104857600"))
+    out = _ok(pylog(*configs, "--describe", "--client-defaults"))
+    assert out == "Quota configs for the default client-id are consumer_byte_rate=104857600.0\n"
+    _ok(pylog(*configs, "--alter", "--client-defaults", "--delete-config",
+              "consumer_byte_rate"))
+
+    out = _ok(pylog(*configs, "--describe", "--broker-logger", "0"))
+    assert out.splitlines()[0] == "Dynamic configs for broker-logger 0 are:"
+
+    _create(pylog, b, topic)
+    out = _ok(pylog(*configs, "--alter", "--topic", topic, "--add-config", "retention.ms=1000",
+                    "--force"))
+    assert out == f"Completed updating config for topic {topic}.\n"
+
+    r = pylog(*configs, "--describe", "--entity-type", "topics", "--topic", topic)
+    assert r.returncode == 1
+    assert r.stderr == ("--entity-{type,name,default} should not be used in conjunction with "
+                        "specific entity flags\n")
+    r = pylog(*configs, "--describe", "--user", "a", "--user-defaults")
+    assert r.returncode == 1 and r.stderr == "Duplicate entity type(s) specified: users\n"
