@@ -36,7 +36,7 @@ from typing import Any
 # Java client properties with no librdkafka counterpart: accepted, ignored.
 JAVA_ONLY = frozenset({
     "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "buffer.memory", "max.block.ms", "interceptor.classes", "partitioner.class",
+    "max.block.ms", "interceptor.classes", "partitioner.class",
     "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms",
     "metrics.recording.level", "max.poll.records", "exclude.internal.topics",
     "default.api.timeout.ms", "send.buffer.bytes", "receive.buffer.bytes",
@@ -46,7 +46,8 @@ JAVA_ONLY = frozenset({
     "metadata.max.idle.ms", "socket.connection.setup.timeout.max.ms",
 })
 # Java name -> librdkafka name, where they differ.
-RENAMED = {"max.request.size": "message.max.bytes", "fetch.max.wait.ms": "fetch.wait.max.ms"}
+RENAMED = {"max.request.size": "message.max.bytes", "fetch.max.wait.ms": "fetch.wait.max.ms",
+           "buffer.memory": "queue.buffering.max.kbytes"}
 # Java values librdkafka spells differently, per (librdkafka) property.
 _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.RangeAssignor": "range",
@@ -291,6 +292,8 @@ def _librdkafka_value(key: str, value: str) -> str:
         return "error"  # both fail the consumer when there is no committed offset
     if key == "partition.assignment.strategy":
         return ",".join(_ASSIGNORS.get(s.strip(), s.strip()) for s in value.split(","))
+    if key == "queue.buffering.max.kbytes" and value.strip().isdigit():  # buffer.memory: bytes
+        return str(max(1, -(-int(value) // 1024)))
     return value
 
 
@@ -355,18 +358,32 @@ def client_config(bootstrap: str | None, *, files: Iterable[str | None] = (),
     return conf
 
 
+def bootstrap_of(args: argparse.Namespace) -> str | None:
+    """--bootstrap-server, else Kafka's deprecated --broker-list (ignored when
+    --bootstrap-server is given, as in Kafka)."""
+    return args.bootstrap_server or getattr(args, "broker_list", None)
+
+
 def admin_client(args: argparse.Namespace) -> Any:
     """An AdminClient from ``--bootstrap-server`` and ``--command-config``."""
     from confluent_kafka.admin import AdminClient
 
-    conf = client_config(args.bootstrap_server, files=[getattr(args, "command_config", None)])
+    conf = client_config(bootstrap_of(args), files=[getattr(args, "command_config", None)])
     return new_client(AdminClient, conf)
 
 
 def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
-                  command_config: bool = True) -> None:
-    p.add_argument("--bootstrap-server", required=required, metavar="server to connect to",
+                  command_config: bool = True, broker_list: bool = False) -> None:
+    """--bootstrap-server (and --command-config); ``broker_list``: also Kafka's
+    deprecated --broker-list, and then neither is required by the parser
+    (:func:`client_config` says which is missing)."""
+    p.add_argument("--bootstrap-server", required=required and not broker_list,
+                   metavar="server to connect to",
                    help="REQUIRED: the Kafka server to connect to (host:port[,...])")
+    if broker_list:
+        p.add_argument("--broker-list", metavar="broker-list",
+                       help="DEPRECATED, use --bootstrap-server instead; ignored if "
+                            "--bootstrap-server is specified")
     if command_config:
         p.add_argument("--command-config", metavar="command config property file",
                        help="property file with configs for the admin client")

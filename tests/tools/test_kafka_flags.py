@@ -168,3 +168,63 @@ def test_configs_entity_shortcuts(pylog, tool_broker, topic) -> None:
                         "specific entity flags\n")
     r = pylog(*configs, "--describe", "--user", "a", "--user-defaults")
     assert r.returncode == 1 and r.stderr == "Duplicate entity type(s) specified: users\n"
+
+
+# -- console producer and consumer ---------------------------------------------------
+
+def test_console_producer_reader_config_and_client_flags(pylog, tool_broker, topic,
+                                                         tmp_path) -> None:
+    b = tool_broker.bootstrap
+    reader = tmp_path / "reader.properties"
+    reader.write_text("parse.key=true\nkey.separator=:\n")
+    # --property wins over --reader-config; --broker-list stands in for --bootstrap-server.
+    _ok(pylog("console-producer", "--broker-list", b, "--topic", topic,
+              "--reader-config", str(reader), "--property", "key.separator=|",
+              "--line-reader", "kafka.tools.ConsoleProducer$LineMessageReader",
+              "--retry-backoff-ms", "50", "--metadata-expiry-ms", "10000",
+              "--socket-buffer-size", "65536", "--max-partition-memory-bytes", "32768",
+              "--max-memory-bytes", "1048576", "--max-block-ms", "5000",
+              stdin="a|1\nb|2\n"))
+    formatter = tmp_path / "formatter.properties"
+    formatter.write_text("print.key=true\nkey.separator=-\n")
+    out = _ok(pylog("console-consumer", "--bootstrap-server", b, "--topic", topic,
+                    "--from-beginning", "--max-messages", "2", "--formatter-config",
+                    str(formatter), "--formatter", "kafka.tools.DefaultMessageFormatter"))
+    assert out == "a-1\nb-2\n"
+    # --property wins over --formatter-config.
+    out = _ok(pylog("console-consumer", "--bootstrap-server", b, "--topic", topic,
+                    "--from-beginning", "--max-messages", "2", "--formatter-config",
+                    str(formatter), "--property", "print.key=false"))
+    assert out == "1\n2\n"
+
+
+def test_console_producer_max_block_ms(pylog, tool_broker, topic) -> None:
+    """A record that cannot get room in the client's queue (--max-memory-bytes)
+    within --max-block-ms is reported as Kafka's send() reports it; the next
+    one is sent."""
+    b = tool_broker.bootstrap
+    r = pylog("console-producer", "--bootstrap-server", b, "--topic", topic,
+              "--max-memory-bytes", "1024", "--max-block-ms", "100",
+              stdin="x" * 4000 + "\nsmall\n")
+    assert r.returncode == 0, r.stderr  # asynchronous failures are only logged
+    assert r.stderr == (f"Error when sending message to topic {topic} with key: null, value: "
+                        "4000 bytes with error: Failed to allocate memory within the "
+                        "configured max blocking time 100 ms.\n")
+    out = _ok(pylog("console-consumer", "--bootstrap-server", b, "--topic", topic,
+                    "--from-beginning", "--max-messages", "1"))
+    assert out == "small\n"
+
+
+def test_console_tools_refuse_other_classes(pylog, tool_broker, topic) -> None:
+    b = tool_broker.bootstrap
+    r = pylog("console-producer", "--bootstrap-server", b, "--topic", topic,
+              "--line-reader", "com.example.Reader", stdin="x\n")
+    assert r.returncode == 1
+    assert r.stderr == ("--line-reader com.example.Reader is not supported by pylog: it reads "
+                        "lines with Kafka's default reader "
+                        "(kafka.tools.ConsoleProducer$LineMessageReader) only\n")
+    r = pylog("console-consumer", "--bootstrap-server", b, "--topic", topic,
+              "--formatter", "kafka.tools.LoggingMessageFormatter")
+    assert r.returncode == 1
+    assert r.stderr.startswith("--formatter kafka.tools.LoggingMessageFormatter is not "
+                               "supported by pylog")
