@@ -389,6 +389,15 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
                        help="property file with configs for the admin client")
 
 
+def print_metrics_table(values: Mapping[str, float]) -> None:
+    """Kafka's ToolsUtils.printMetrics table (``--print-metrics``): each metric's
+    group:name:{tags} and value, sorted by name."""
+    width = max([len("Metric Name"), *map(len, values)])
+    print(f"\n{'Metric Name':<{width}}   Value")
+    for key in sorted(values):
+        print(f"{key:<{width}} : {float(values[key]):.3f}")
+
+
 def exception_name(code: int) -> str:
     """The Java exception class of an error code, as Kafka's tools print it
     (KAFKA_STORAGE_ERROR -> ``KafkaStorageException``)."""

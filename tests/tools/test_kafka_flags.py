@@ -228,3 +228,41 @@ def test_console_tools_refuse_other_classes(pylog, tool_broker, topic) -> None:
     assert r.returncode == 1
     assert r.stderr.startswith("--formatter kafka.tools.LoggingMessageFormatter is not "
                                "supported by pylog")
+
+
+# -- perf tests and get-offsets -------------------------------------------------------
+
+def test_producer_perf_transactions(pylog, tool_broker, topic) -> None:
+    b = tool_broker.bootstrap
+    _create(pylog, b, topic)
+    txn_id = f"perf-{topic}"[:200]
+    _ok(pylog("producer-perf-test", "--topic", topic, "--num-records", "500",
+              "--record-size", "10", "--throughput", "2000", "--producer-props",
+              f"bootstrap.servers={b}", "--transaction-duration-ms", "50",
+              "--transactional-id", txn_id))
+    # Committed: read_committed sees every record, and the log holds commit markers.
+    r = pylog("console-consumer", "--bootstrap-server", b, "--topic", topic,
+              "--from-beginning", "--isolation-level", "read_committed",
+              "--max-messages", "500", "--timeout-ms", "10000")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 500
+    end = int(_ok(pylog("get-offsets", "--broker-list", b, "--topic", topic)).split(":")[2])
+    assert end > 500  # the 500 records and the commit markers after them
+    out = _ok(pylog("transactions", "--bootstrap-server", b, "describe",
+                    "--transactional-id", txn_id))
+    assert "CompleteCommit" in out
+
+
+def test_consumer_perf_print_metrics(pylog, tool_broker, topic) -> None:
+    b = tool_broker.bootstrap
+    _ok(pylog("console-producer", "--bootstrap-server", b, "--topic", topic,
+              stdin="".join(f"{i}\n" for i in range(10))))
+    out = _ok(pylog("consumer-perf-test", "--broker-list", b, "--topic", topic,
+                    "--messages", "10", "--print-metrics", "--hide-header"))
+    lines = out.splitlines()
+    assert lines[2].split() == ["Metric", "Name", "Value"]
+    metrics = dict(line.rsplit(" : ", 1) for line in lines[3:])
+    metrics = {k.strip(): float(v) for k, v in metrics.items()}
+    tags = "{client-id=perf-consumer-client}"
+    assert metrics[f"consumer-fetch-manager-metrics:records-consumed-total:{tags}"] == 10
+    assert metrics[f"consumer-fetch-manager-metrics:bytes-consumed-total:{tags}"] >= 10
+    assert metrics[f"consumer-metrics:connection-count:{tags}"] == 1
