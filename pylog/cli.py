@@ -31,7 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="A message broker that speaks the Apache Kafka wire protocol.",
     )
     parser.add_argument("--version", action="version", version=f"pylog {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from pylog.tools.common import ToolParser
+
+    # Each subcommand's parser reports its own usage errors (a wrong flag of
+    # `pylog topics` prints the usage of `pylog topics`, not of `pylog`).
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ToolParser)
 
     p = sub.add_parser("broker", help="run a broker node (embedded default: one node)")
     p.add_argument("--config", help="server.properties file")

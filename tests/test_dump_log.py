@@ -295,3 +295,110 @@ def test_compressed_batch(tmp_path: Path, flag: str) -> None:
     assert out.returncode == 0, out.stderr
     assert "compresscodec: gzip" in out.stdout
     assert sum(ln.startswith("|") for ln in out.stdout.splitlines()) == 3
+
+
+# -- producer snapshots, transaction indexes, decoder flags ------------------------
+
+def _kafka_snapshot(entries: list[tuple], version: int = 1) -> bytes:
+    """Kafka's producer snapshot file (ProducerStateManager.writeSnapshot):
+    version, crc32c of what follows it, then the entries (producer id, epoch,
+    last sequence, last offset, offset delta, timestamp, coordinator epoch,
+    current transaction's first offset)."""
+    import crc32c
+
+    body = struct.pack(">i", len(entries)) + b"".join(
+        struct.pack(">qhiqiqiq", *e) for e in entries)
+    return struct.pack(">hI", version, crc32c.crc32c(body)) + body
+
+
+def test_kafka_producer_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / f"{120:020d}.snapshot"
+    path.write_bytes(_kafka_snapshot([
+        (42, 3, 9, 119, 4, TS, -1, -1),
+        (43, 0, 2_147_483_646, 110, 5, TS + 1, 7, 108),  # a sequence that wrapped
+        (44, 1, -1, -1, 0, TS + 2, 2, 100),  # no batch left: only the transaction
+    ]))
+    out = _pylog("dump-log", "--files", str(path))
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.splitlines() == [
+        f"Dumping {path}",
+        f"producerId: 42 producerEpoch: 3 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        f"OptionalLong.empty lastTimestamp: {TS} firstSequence: 5 lastSequence: 9 "
+        f"lastOffset: 119 offsetDelta: 4 timestamp: {TS}",
+        f"producerId: 43 producerEpoch: 0 coordinatorEpoch: 7 currentTxnFirstOffset: "
+        f"OptionalLong[108] lastTimestamp: {TS + 1} firstSequence: 2147483641 "
+        f"lastSequence: 2147483646 lastOffset: 110 offsetDelta: 5 timestamp: {TS + 1}",
+        f"producerId: 44 producerEpoch: 1 coordinatorEpoch: 2 currentTxnFirstOffset: "
+        f"OptionalLong[100] lastTimestamp: {TS + 2} ",
+    ]
+
+
+def test_corrupt_kafka_producer_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / f"{120:020d}.snapshot"
+    data = bytearray(_kafka_snapshot([(42, 3, 9, 119, 4, TS, -1, -1)]))
+    stored = struct.unpack_from(">I", data, 2)[0]
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    out = _pylog("dump-log", "--files", str(path))
+    assert out.returncode == 0  # reported, as Kafka does, not fatal
+    assert out.stdout == f"Dumping {path}\n"
+    assert out.stderr.startswith(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
+                                 f"{stored}. Computed crc: ")
+    path.write_bytes(_kafka_snapshot([], version=2))
+    out = _pylog("dump-log", "--files", str(path))
+    assert out.stderr == "Snapshot contained an unknown file version 2\n"
+
+
+def test_pylog_producer_snapshot_of_a_broker(tmp_path: Path) -> None:
+    """The snapshot a broker writes at shutdown, dumped as Kafka dumps its own."""
+    import re
+
+    from broker_process import BrokerProcess
+    from confluent_kafka import Producer
+
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True,
+                             "linger.ms": 100})
+        for i in range(5):
+            producer.produce("snap", f"v{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+    finally:
+        assert broker.stop() == 0
+    (snapshot,) = (tmp_path / "data" / "snap-0").glob("*.snapshot")
+    out = _pylog("dump-log", "--files", str(snapshot))
+    assert out.returncode == 0 and out.stderr == ""
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"Dumping {snapshot}" and len(lines) == 2
+    found = re.fullmatch(
+        r"producerId: (\d+) producerEpoch: 0 coordinatorEpoch: -?\d+ currentTxnFirstOffset: "
+        r"OptionalLong.empty lastTimestamp: (\d+) firstSequence: (\d+) lastSequence: 4 "
+        r"lastOffset: 4 offsetDelta: (\d+) timestamp: (\d+)", lines[1])
+    assert found, lines[1]
+    assert int(found[3]) + int(found[4]) == 4 and found[2] == found[5]
+
+
+def test_transaction_index(tmp_path: Path) -> None:
+    path = tmp_path / f"{0:020d}.txnindex"
+    path.write_bytes(struct.pack(">hqqqq", 0, 42, 10, 14, 12)
+                     + struct.pack(">hqqqq", 0, 43, 20, 21, 20))
+    out = _pylog("dump-log", "--files", str(path))
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.splitlines()[1:] == [
+        "version: 0 producerId: 42 firstOffset: 10 lastOffset: 14 lastStableOffset: 12",
+        "version: 0 producerId: 43 firstOffset: 20 lastOffset: 21 lastStableOffset: 20"]
+
+
+def test_decoder_class_flags(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, _batches()[0])
+    # Kafka's StringDecoder (the default value) implies --print-data-log.
+    out = _pylog("dump-log", "--files", str(seg), "--value-decoder-class")
+    assert out.returncode == 0, out.stderr
+    assert "key: k0 payload: value-0" in out.stdout
+    out = _pylog("dump-log", "--files", str(seg), "--key-decoder-class",
+                 "kafka.serializer.StringDecoder")
+    assert out.returncode == 0 and "payload: value-2" in out.stdout
+    out = _pylog("dump-log", "--files", str(seg), "--value-decoder-class", "com.example.Dec")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == ("--value-decoder-class com.example.Dec is not supported by pylog: "
+                          "it decodes with kafka.serializer.StringDecoder only\n")

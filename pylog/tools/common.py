@@ -9,7 +9,14 @@ A name neither client knows gets Kafka's "supplied but isn't a known config"
 warning and is left out (:func:`new_client`), as Kafka's clients ignore it.
 
 Errors follow one rule in every tool: one line on stderr, exit status 1
-(:func:`run_tool`); argparse's usage errors keep argparse's status 2.
+(:func:`run_tool`); argparse's usage errors keep argparse's status 2 and print
+the tool's own usage (:class:`ToolParser`).  A Kafka flag pylog does not
+implement is refused by name (:func:`refuse_flags`), never silently ignored.
+
+Every tool that talks to a broker goes through :func:`connect_any` before its
+first request (:func:`new_client` for the librdkafka tools, ``WireClient`` for
+the others): where nothing listens it fails at once with the address and the
+cause, instead of waiting out a client's metadata timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import argparse
 import logging
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -28,7 +36,7 @@ from typing import Any
 # Java client properties with no librdkafka counterpart: accepted, ignored.
 JAVA_ONLY = frozenset({
     "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "buffer.memory", "max.block.ms", "interceptor.classes", "partitioner.class",
+    "max.block.ms", "interceptor.classes", "partitioner.class",
     "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms",
     "metrics.recording.level", "max.poll.records", "exclude.internal.topics",
     "default.api.timeout.ms", "send.buffer.bytes", "receive.buffer.bytes",
@@ -38,7 +46,8 @@ JAVA_ONLY = frozenset({
     "metadata.max.idle.ms", "socket.connection.setup.timeout.max.ms",
 })
 # Java name -> librdkafka name, where they differ.
-RENAMED = {"max.request.size": "message.max.bytes", "fetch.max.wait.ms": "fetch.wait.max.ms"}
+RENAMED = {"max.request.size": "message.max.bytes", "fetch.max.wait.ms": "fetch.wait.max.ms",
+           "buffer.memory": "queue.buffering.max.kbytes"}
 # Java values librdkafka spells differently, per (librdkafka) property.
 _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.RangeAssignor": "range",
@@ -46,6 +55,12 @@ _ASSIGNORS = {
     "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
 }
 _UNKNOWN_PROPERTY = re.compile(r'^No such configuration property: "(.+)"$')
+# How long one bootstrap address may take to accept a TCP connection before the
+# tool names it unreachable (Kafka's clients wait up to 10 s per attempt, and
+# then retry for the whole API timeout; an operator wants the cause at once).
+CONNECT_TIMEOUT_S = 3.0
+# The security protocols a pylog broker serves (its listeners are PLAINTEXT).
+SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 # librdkafka logs connection failures to stderr on its own; the tools report
 # errors themselves (one line), so its logger goes nowhere.
@@ -68,6 +83,172 @@ def _on_client_error(err: Any) -> None:
 
 class ToolError(Exception):
     """A failure the tool reports as one line and exit status 1."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's, except that text is never broken at a hyphen (a flag such as
+    ``--zk-tls-config-file`` named in a description stays whole)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+
+class ToolParser(argparse.ArgumentParser):
+    """The parser of one tool (``pylog topics``...), used for every subcommand.
+
+    argparse hands a flag a subcommand does not know back to the top-level
+    parser, which then printed ``pylog``'s usage; here the tool itself refuses
+    it with its own usage, as Kafka's tools print theirs.  No abbreviations
+    (``--part`` for ``--partitions``): Kafka's option parser takes none.
+    ``--version`` as in Kafka's CommandDefaultOptions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+        from pylog import __version__
+
+        self.add_argument("--version", action="version", version=f"pylog {__version__}",
+                          help="display the pylog version")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        args = sys.argv[1:] if args is None else list(args)
+        # An unknown flag is named first, as Kafka's option parser does, not
+        # hidden behind "the following arguments are required".
+        unknown = self._unknown_flags(args)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _unknown_flags(self, args: list[str]) -> list[str]:
+        """The ``--name`` arguments this parser has no option for, up to its
+        subcommand (whose parser checks the rest) or ``--``."""
+        commands: set[str] = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands.update(action.choices)
+        unknown = []
+        for arg in args:
+            if arg == "--" or arg in commands:
+                break
+            if arg.startswith("--") and arg.split("=", 1)[0] not in self._option_string_actions:
+                unknown.append(arg)
+        return unknown
+
+
+class _Unsupported(argparse.Action):
+    """A Kafka flag pylog does not implement: a usage error naming it."""
+
+    def __init__(self, option_strings: list[str], dest: str, reason: str = "",
+                 **kwargs: Any) -> None:
+        # Takes a value or none (as the Kafka flag may), so the flag itself
+        # is what gets reported, not a missing or stray value.
+        super().__init__(option_strings, argparse.SUPPRESS, nargs="?",
+                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.reason = reason
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        reason = f": {self.reason}" if self.reason else ""
+        parser.error(f"{option_string} is not supported by pylog{reason}")
+
+
+def refuse_flags(parser: argparse.ArgumentParser, flags: Mapping[str, str]) -> None:
+    """Kafka's flags (``--flag``: why) this tool refuses by name, listed under
+    its help."""
+    for flag, reason in flags.items():
+        parser.add_argument(flag, action=_Unsupported, reason=reason)
+    names = ", ".join(flags)
+    parser.epilog = ((parser.epilog + "\n") if parser.epilog else "") + (
+        f"Kafka options pylog does not support: {names}.")
+
+
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port]`` -> addresses (IPv6 hosts in brackets; a
+    ``PLAINTEXT://`` prefix, as librdkafka takes, is dropped)."""
+    out = []
+    for item in (s.strip() for s in bootstrap.split(",")):
+        if not item:
+            continue
+        address = item.split("://", 1)[-1]
+        host, sep, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ToolError(f"Invalid url in bootstrap.servers: {item}")
+        out.append((host.strip("[]") or "localhost", int(port)))
+    if not out:
+        raise ToolError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
+def _connect_error(exc: OSError, timeout: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout:g} s"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def connect_any(addresses: list[tuple[str, int]], timeout: float = CONNECT_TIMEOUT_S
+                ) -> tuple[socket.socket, tuple[str, int]]:
+    """A TCP connection to the first address that takes one, and that address.
+    None does: a ToolError naming every address and why it failed (refused,
+    unresolvable, no answer within ``timeout``), so a tool never waits out a
+    client timeout to say "Timed out waiting for a node assignment"."""
+    errors = []
+    for host, port in addresses:
+        try:
+            return socket.create_connection((host, port), timeout=timeout), (host, port)
+        except OSError as exc:
+            errors.append(f"{host}:{port} ({_connect_error(exc, timeout)})")
+    raise ToolError(f"Cannot connect to the broker at {', '.join(errors)}")
+
+
+def require_reachable(bootstrap: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast, naming the address and the cause, unless some bootstrap
+    server accepts a TCP connection."""
+    sock, _ = connect_any(parse_bootstrap(bootstrap), timeout)
+    sock.close()
+
+
+def check_security(props: Mapping[str, str]) -> None:
+    """Refuse a ``security.protocol`` no pylog broker serves, by name, instead
+    of failing later in a TLS or SASL handshake."""
+    protocol = props.get("security.protocol")
+    if protocol is not None and protocol.strip().upper() not in SECURITY_PROTOCOLS:
+        raise ToolError(f"security.protocol={protocol} is not supported by pylog: its brokers "
+                        "serve PLAINTEXT only")
+
+
+def wire_config(args: argparse.Namespace) -> dict[str, str]:
+    """``--command-config`` of a tool that speaks the protocol itself (no
+    client library): read and checked; its ``request.timeout.ms`` is the
+    request timeout (:func:`wire_timeout`), the rest concerns clients pylog's
+    codec does not have (retries, buffers) and is not used."""
+    path = getattr(args, "command_config", None)
+    props = read_properties_file(path) if path else {}
+    check_security(props)
+    return props
+
+
+def wire_timeout(props: Mapping[str, str], default: float) -> float:
+    """``request.timeout.ms`` from ``props`` in seconds, else ``default``."""
+    raw = props.get("request.timeout.ms")
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ToolError(f"Invalid value {raw} for configuration request.timeout.ms: "
+                        "Not a number of type INT") from None
+    if value <= 0:
+        raise ToolError(f"Invalid value {raw} for configuration request.timeout.ms")
+    return value / 1000
 
 
 def read_properties_file(path: str) -> dict[str, str]:
@@ -111,6 +292,8 @@ def _librdkafka_value(key: str, value: str) -> str:
         return "error"  # both fail the consumer when there is no committed offset
     if key == "partition.assignment.strategy":
         return ",".join(_ASSIGNORS.get(s.strip(), s.strip()) for s in value.split(","))
+    if key == "queue.buffering.max.kbytes" and value.strip().isdigit():  # buffer.memory: bytes
+        return str(max(1, -(-int(value) // 1024)))
     return value
 
 
@@ -133,12 +316,15 @@ def warn_unknown_config(name: str, client: str) -> None:
 
 
 def new_client(factory: Callable[[dict[str, Any]], Any], conf: dict[str, Any]) -> Any:
-    """``factory(conf)`` (Producer, Consumer, AdminClient); a property librdkafka
+    """``factory(conf)`` (Producer, Consumer, AdminClient), once a bootstrap
+    server takes a connection (:func:`require_reachable`); a property librdkafka
     does not know is dropped with Kafka's warning instead of failing the tool,
     since Kafka's clients only warn about unknown names."""
     from confluent_kafka import KafkaException
 
     conf = dict(conf)
+    check_security(conf)
+    require_reachable(str(conf.get("bootstrap.servers", "")))
     client = {"Producer": "producer.ProducerConfig", "Consumer": "consumer.ConsumerConfig"
               }.get(getattr(factory, "__name__", ""), "admin.AdminClientConfig")
     while True:
@@ -172,21 +358,44 @@ def client_config(bootstrap: str | None, *, files: Iterable[str | None] = (),
     return conf
 
 
+def bootstrap_of(args: argparse.Namespace) -> str | None:
+    """--bootstrap-server, else Kafka's deprecated --broker-list (ignored when
+    --bootstrap-server is given, as in Kafka)."""
+    return args.bootstrap_server or getattr(args, "broker_list", None)
+
+
 def admin_client(args: argparse.Namespace) -> Any:
     """An AdminClient from ``--bootstrap-server`` and ``--command-config``."""
     from confluent_kafka.admin import AdminClient
 
-    conf = client_config(args.bootstrap_server, files=[getattr(args, "command_config", None)])
+    conf = client_config(bootstrap_of(args), files=[getattr(args, "command_config", None)])
     return new_client(AdminClient, conf)
 
 
 def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
-                  command_config: bool = True) -> None:
-    p.add_argument("--bootstrap-server", required=required, metavar="server to connect to",
+                  command_config: bool = True, broker_list: bool = False) -> None:
+    """--bootstrap-server (and --command-config); ``broker_list``: also Kafka's
+    deprecated --broker-list, and then neither is required by the parser
+    (:func:`client_config` says which is missing)."""
+    p.add_argument("--bootstrap-server", required=required and not broker_list,
+                   metavar="server to connect to",
                    help="REQUIRED: the Kafka server to connect to (host:port[,...])")
+    if broker_list:
+        p.add_argument("--broker-list", metavar="broker-list",
+                       help="DEPRECATED, use --bootstrap-server instead; ignored if "
+                            "--bootstrap-server is specified")
     if command_config:
         p.add_argument("--command-config", metavar="command config property file",
                        help="property file with configs for the admin client")
+
+
+def print_metrics_table(values: Mapping[str, float]) -> None:
+    """Kafka's ToolsUtils.printMetrics table (``--print-metrics``): each metric's
+    group:name:{tags} and value, sorted by name."""
+    width = max([len("Metric Name"), *map(len, values)])
+    print(f"\n{'Metric Name':<{width}}   Value")
+    for key in sorted(values):
+        print(f"{key:<{width}} : {float(values[key]):.3f}")
 
 
 def exception_name(code: int) -> str:

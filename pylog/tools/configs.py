@@ -47,12 +47,16 @@ from pylog.tools.common import (
     admin_client,
     check_reachable,
     error_text,
+    parse_bootstrap,
     read_properties_file,
+    refuse_flags,
     run_tool,
     split_list,
     wait_future,
+    wire_config,
+    wire_timeout,
 )
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.wire import WireClient
 
 TIMEOUT_S = 30.0
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC on the wire
@@ -63,6 +67,12 @@ BROKER_LOGGER_RESOURCE = 8  # ConfigResource.Type.BROKER_LOGGER on the wire
 ENTITY_TYPES = ("topics", "brokers", "broker-loggers", "users", "clients", "ips")
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 DEFAULT = ""  # --entity-default's place among the entity names, as Kafka's ConfigCommand
+# ConfigCommand's entity shortcuts, in its order: (flag dest, entity type); the
+# named ones first, then the defaults.
+ENTITY_FLAGS = (("topic", "topics"), ("client", "clients"), ("user", "users"),
+                ("broker", "brokers"), ("broker_logger", "broker-loggers"), ("ip", "ips"))
+DEFAULT_FLAGS = (("client_defaults", "clients"), ("user_defaults", "users"),
+                 ("broker_defaults", "brokers"), ("ip_defaults", "ips"))
 
 
 def _fail(reason: str) -> ToolError:
@@ -210,12 +220,18 @@ def _broker_loggers(admin: Any, args: argparse.Namespace) -> None:
     print(f"Completed updating config for broker-logger {node}.")
 
 
+def _wire_client(args: argparse.Namespace,
+                 addresses: list[tuple[str, int]] | None = None) -> WireClient:
+    """A connection for the requests confluent-kafka cannot send (see above),
+    to ``addresses`` (the bootstrap servers unless given)."""
+    return WireClient(addresses or parse_bootstrap(args.bootstrap_server),
+                      wire_timeout(wire_config(args), TIMEOUT_S))
+
+
 def _wire_request(args: argparse.Namespace, api_key: ApiKey, body: dict[str, Any],
                   addresses: list[tuple[str, int]] | None = None) -> Any:
-    """The one result of a request to ``addresses`` (the bootstrap servers
-    unless given), its error as a ToolError."""
-    addresses = addresses or parse_bootstrap(args.bootstrap_server)
-    with WireClient(addresses, TIMEOUT_S) as client:
+    """The one result of a request, its error as a ToolError."""
+    with _wire_client(args, addresses) as client:
         resp = client.request(api_key, body)
     results = resp.results if api_key == ApiKey.DESCRIBE_CONFIGS else resp.responses
     (result,) = results
@@ -387,7 +403,7 @@ def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str
         components.append({"entity_type": QUOTA_ENTITY_TYPES[entity_type],
                            "match_type": match_type,
                            "match": name if match_type == 0 else None})
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+    with _wire_client(args) as client:
         resp = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS,
                               {"components": components, "strict": True})
     if resp.error_code:
@@ -421,7 +437,7 @@ def _quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> Non
             raise ToolError(f"Invalid config(s): {','.join(unknown)}")
         ops += [{"key": k, "value": 0.0, "remove": True} for k in deleted]
     entity = [{"entity_type": t, "entity_name": n} for t, n in _quota_entity(types, names)]
-    with WireClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as client:
+    with _wire_client(args) as client:
         resp = client.request(ApiKey.ALTER_CLIENT_QUOTAS,
                               {"entries": [{"entity": entity, "ops": ops}],
                                "validate_only": False})
@@ -434,18 +450,35 @@ def _quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> Non
         print(f"Completed updating default config for {types[0]} in the cluster.")
 
 
-@run_tool
-def run(args: argparse.Namespace) -> int:
-    # --entity-type may repeat (users then clients), each with its --entity-name
-    # or --entity-default, in command-line order.
+def entities(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The entity types and names of the command line, as ConfigCommand reads
+    them: --entity-type may repeat (users and clients), each with its
+    --entity-name or --entity-default in command-line order; or the shortcut
+    flags (--topic, --client-defaults...), which may not be mixed with those."""
     types: list[str] = list(args.entity_type or [])
     names: list[str] = list(args.entity_names or [])
-    if args.topic is not None:
-        types, names = ["topics"], [args.topic]
-    if args.broker is not None:
-        types, names = ["brokers"], [args.broker]
-    if args.broker_defaults:
-        types, names = ["brokers"], [DEFAULT]
+    named = [(t, getattr(args, dest)) for dest, t in ENTITY_FLAGS
+             if getattr(args, dest) is not None]
+    defaults = [(t, DEFAULT) for dest, t in DEFAULT_FLAGS if getattr(args, dest)]
+    if named or defaults:
+        if types or names:
+            raise ToolError("--entity-{type,name,default} should not be used in conjunction "
+                            "with specific entity flags")
+        types = [t for t, _ in named + defaults]
+        names = [n for _, n in named + defaults]
+    duplicates = sorted({t for t in types if types.count(t) > 1})
+    if duplicates:
+        raise ToolError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
+    if len(types) == 2 and types[0] == "clients":  # Kafka's order: user, then client id
+        types.reverse()
+        if len(names) == 2:
+            names.reverse()
+    return types, names
+
+
+@run_tool
+def run(args: argparse.Namespace) -> int:
+    types, names = entities(args)
     if not types:
         raise ToolError("--entity-type must be specified")
     for entity_type in types:
@@ -495,10 +528,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the cluster-wide default for brokers, users or clients")
     p.add_argument("--topic", metavar="topic", help="shortcut for --entity-type topics "
                    "--entity-name <topic>")
+    p.add_argument("--client", metavar="client-id", help="shortcut for --entity-type clients "
+                   "--entity-name <client-id>")
+    p.add_argument("--client-defaults", action="store_true",
+                   help="shortcut for --entity-type clients --entity-default")
+    p.add_argument("--user", metavar="user", help="shortcut for --entity-type users "
+                   "--entity-name <user>")
+    p.add_argument("--user-defaults", action="store_true",
+                   help="shortcut for --entity-type users --entity-default")
     p.add_argument("--broker", metavar="broker-id", help="shortcut for --entity-type brokers "
                    "--entity-name <id>")
     p.add_argument("--broker-defaults", action="store_true",
                    help="shortcut for --entity-type brokers --entity-default")
+    p.add_argument("--broker-logger", metavar="broker-id",
+                   help="shortcut for --entity-type broker-loggers --entity-name <id>")
+    p.add_argument("--ip", metavar="ip", help="shortcut for --entity-type ips --entity-name <ip>")
+    p.add_argument("--ip-defaults", action="store_true",
+                   help="shortcut for --entity-type ips --entity-default")
     p.add_argument("--describe", action="store_true", help="list configs for the given entity")
     p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
     p.add_argument("--all", action="store_true",
@@ -508,4 +554,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--add-config-file", metavar="file", help="path to a properties file of "
                    "configs to add")
     p.add_argument("--delete-config", metavar="k1,k2", help="config keys to remove")
+    p.add_argument("--force", action="store_true",
+                   help="suppress console prompts (accepted as Kafka's tool accepts it; "
+                        "there are none)")
+    refuse_flags(p, {
+        "--zookeeper": "pylog has no ZooKeeper; use --bootstrap-server",
+        "--zk-tls-config-file": "pylog has no ZooKeeper; use --bootstrap-server",
+    })
     p.set_defaults(func=run)

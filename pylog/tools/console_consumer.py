@@ -46,6 +46,7 @@ from pylog.tools.common import (
     new_client,
     parse_props,
     read_properties_file,
+    refuse_flags,
     run_tool,
 )
 from pylog.tools.java_text import DOUBLE, FLOAT, java_to_string, uuid_from_string
@@ -59,6 +60,10 @@ CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 # How often --include looks for topics that started (or stopped) matching.
 INCLUDE_REFRESH_S = 1.0
 LOG_CLASS = "kafka.tools.ConsoleConsumer$"
+# --formatter values naming the formatter pylog has: Kafka 3.6's default
+# class, and its name from Kafka 3.8 on.
+FORMATTERS = ("kafka.tools.DefaultMessageFormatter",
+              "org.apache.kafka.tools.consumer.DefaultMessageFormatter")
 _SERDE = "org.apache.kafka.common.serialization."
 SERIALIZATION_EXCEPTION = "org.apache.kafka.common.errors.SerializationException"
 ILLEGAL_ARGUMENT_EXCEPTION = "java.lang.IllegalArgumentException"
@@ -299,8 +304,13 @@ def _start_offset(args: argparse.Namespace, reset: str) -> int | None:
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
-    formatter_props = parse_props(args.property, "property")
-    # The dedicated flags win over --property, as in Kafka.
+    if args.formatter is not None and args.formatter not in FORMATTERS:
+        raise ToolError(f"--formatter {args.formatter} is not supported by pylog: it prints "
+                        f"with Kafka's default formatter ({FORMATTERS[0]}) only")
+    # --formatter-config, then --property (which wins), then the dedicated flags.
+    formatter_props = (read_properties_file(args.formatter_config) if args.formatter_config
+                       else {})
+    formatter_props.update(parse_props(args.property, "property"))
     if args.key_deserializer:
         formatter_props["key.deserializer"] = args.key_deserializer
     if args.value_deserializer:
@@ -568,5 +578,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--value-deserializer", metavar="deserializer for values",
                    help="a Kafka deserializer class for printing values")
     p.add_argument("--formatter", metavar="class",
-                   help="accepted for compatibility; the default formatter is used")
+                   help=f"the formatter class; only Kafka's default ({FORMATTERS[0]})")
+    p.add_argument("--formatter-config", metavar="config file",
+                   help="config properties file for the formatter (--property wins)")
+    refuse_flags(p, {
+        "--enable-systest-events": "it logs consumer lifecycle events for Kafka's system "
+                                   "tests",
+    })
     p.set_defaults(func=run)

@@ -7,7 +7,8 @@ line, ``parse.headers=true`` reads ``h1:v1,h2:v2<TAB>`` before it,
 line without the separator whole as the value instead of stopping.
 
 Client settings come as in Kafka: ``--producer.config FILE`` then
-``--producer-property k=v`` (which wins), then the dedicated flags.  Defaults
+``--producer-property k=v`` (which wins), then the dedicated flags; reader
+properties likewise: ``--reader-config FILE``, then ``--property`` (which wins).  Defaults
 are Kafka's console producer's (acks=-1, linger 1000 ms from ``--timeout``);
 the records still pending at end of input are flushed before exit.  A record
 the broker refuses prints Kafka's ``Error when sending message to topic ...``
@@ -25,22 +26,30 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from typing import Any
 
 from pylog.tools.common import (
     ToolError,
     add_bootstrap,
+    bootstrap_of,
     check_reachable,
     client_config,
     error_text,
+    librdkafka_config,
     new_client,
     parse_props,
+    read_properties_file,
     run_tool,
 )
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 METADATA_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 120.0
+MAX_BLOCK_MS = 60_000  # Kafka's max.block.ms default
+# --line-reader values that name the reader pylog has: Kafka 3.6's default
+# class, and the one from before it moved into ConsoleProducer.
+LINE_READERS = ("kafka.tools.ConsoleProducer$LineMessageReader", "kafka.tools.LineMessageReader")
 
 
 def _split(data: bytes, sep: bytes) -> tuple[bytes, bytes] | None:
@@ -155,9 +164,27 @@ class LineReader:
         return headers, key, self._null(rest)
 
 
-def producer_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Kafka's console-producer defaults, then its flags (a flag left unset does
-    not override a --producer-property)."""
+def java_props(args: argparse.Namespace) -> dict[str, str]:
+    """--producer.config, then --producer-property (which wins): Java names."""
+    props = read_properties_file(args.producer_config) if args.producer_config else {}
+    props.update(parse_props(args.producer_property, "producer property"))
+    return props
+
+
+def max_block_ms(args: argparse.Namespace, props: dict[str, str]) -> int:
+    """How long a record may wait for room in the client's queue (max.block.ms)."""
+    if args.max_block_ms is not None:
+        return args.max_block_ms
+    try:
+        return int(props.get("max.block.ms", MAX_BLOCK_MS))
+    except ValueError:
+        raise ToolError(f"Invalid value {props['max.block.ms']} for configuration "
+                        "max.block.ms: Not a number of type LONG") from None
+
+
+def producer_settings(args: argparse.Namespace, props: dict[str, str]) -> dict[str, Any]:
+    """Kafka's console-producer defaults, then ``props`` (:func:`java_props`), then
+    its flags (a flag left unset does not override a --producer-property)."""
     defaults: dict[str, Any] = {
         "acks": "-1",
         "linger.ms": 1000,
@@ -166,8 +193,7 @@ def producer_settings(args: argparse.Namespace) -> dict[str, Any]:
         "request.timeout.ms": 1500,
         "client.id": "console-producer",
     }
-    conf = client_config(args.bootstrap_server, files=[args.producer_config],
-                         props=parse_props(args.producer_property, "producer property"),
+    conf = client_config(bootstrap_of(args), props=props,
                          defaults=defaults)
     if args.compression_codec is not None:
         conf["compression.type"] = args.compression_codec
@@ -181,6 +207,16 @@ def producer_settings(args: argparse.Namespace) -> dict[str, Any]:
         conf["message.send.max.retries"] = args.message_send_max_retries
     if args.request_timeout_ms is not None:
         conf["request.timeout.ms"] = args.request_timeout_ms
+    if args.retry_backoff_ms is not None:
+        conf["retry.backoff.ms"] = args.retry_backoff_ms
+    if args.socket_buffer_size is not None:
+        conf["socket.send.buffer.bytes"] = args.socket_buffer_size
+    if args.max_memory_bytes is not None:
+        conf.update(librdkafka_config({"buffer.memory": str(args.max_memory_bytes)}))
+    if args.max_partition_memory_bytes is not None:
+        conf["batch.size"] = args.max_partition_memory_bytes
+    if args.metadata_expiry_ms is not None:
+        conf["metadata.max.age.ms"] = args.metadata_expiry_ms
     if args.sync:
         conf["linger.ms"] = 0
     return conf
@@ -190,8 +226,15 @@ def producer_settings(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException, Producer
 
-    reader = LineReader(parse_props(args.property, "property"))
-    conf = producer_settings(args)
+    if args.line_reader is not None and args.line_reader not in LINE_READERS:
+        raise ToolError(f"--line-reader {args.line_reader} is not supported by pylog: it reads "
+                        f"lines with Kafka's default reader ({LINE_READERS[0]}) only")
+    reader_props = read_properties_file(args.reader_config) if args.reader_config else {}
+    reader_props.update(parse_props(args.property, "property"))
+    reader = LineReader(reader_props)
+    props = java_props(args)
+    block_s = max_block_ms(args, props) / 1000
+    conf = producer_settings(args, props)
     producer = new_client(Producer, conf)
     topic = args.topic
     try:
@@ -225,11 +268,23 @@ def run(args: argparse.Namespace) -> int:
             if line.endswith(b"\r"):
                 line = line[:-1]
             headers, key, value = reader.parse(line, lineno)
+            blocked_until = None
             while True:
                 try:
                     produce(topic, value, key, headers=headers, on_delivery=on_delivery)
                     break
                 except BufferError:  # local queue full: let deliveries drain it
+                    now = time.monotonic()
+                    if blocked_until is None:
+                        blocked_until = now + block_s
+                    elif now >= blocked_until:  # Kafka's send() gives up after max.block.ms
+                        failed[0] += 1
+                        print(f"Error when sending message to topic {topic} with key: "
+                              f"{'null' if key is None else f'{len(key)} bytes'}, value: "
+                              f"{'null' if value is None else f'{len(value)} bytes'} with "
+                              f"error: Failed to allocate memory within the configured max "
+                              f"blocking time {int(block_s * 1000)} ms.", file=sys.stderr)
+                        break
                     poll(0.1)
             if args.sync:
                 producer.flush(FLUSH_TIMEOUT_S)
@@ -255,7 +310,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "console-producer", help="send lines of stdin as records (kafka-console-producer)",
         description="Read data from standard input and publish it to a topic.")
-    add_bootstrap(p, command_config=False)
+    add_bootstrap(p, command_config=False, broker_list=True)
     p.add_argument("--topic", required=True, metavar="topic",
                    help="REQUIRED: the topic id to produce messages to")
     p.add_argument("--property", action="append", metavar="prop",
@@ -268,6 +323,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "to the producer")
     p.add_argument("--producer.config", dest="producer_config", metavar="config file",
                    help="producer config properties file (--producer-property wins)")
+    p.add_argument("--reader-config", metavar="config file",
+                   help="config properties file for the message reader (--property wins)")
+    p.add_argument("--line-reader", metavar="reader_class",
+                   help=f"the class reading stdin; only Kafka's default ({LINE_READERS[0]})")
     p.add_argument("--compression-codec", nargs="?", const="gzip", choices=CODECS,
                    metavar="compression-codec",
                    help="none, gzip, snappy, lz4 or zstd; given without a value: gzip")
@@ -278,7 +337,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, metavar="size",
                    help="number of messages to send in a single batch")
     p.add_argument("--message-send-max-retries", type=int, metavar="retries")
+    p.add_argument("--retry-backoff-ms", type=int, metavar="ms",
+                   help="retry.backoff.ms: the wait before each retry")
     p.add_argument("--request-timeout-ms", type=int, metavar="ms")
+    p.add_argument("--metadata-expiry-ms", type=int, metavar="metadata expiration interval",
+                   help="metadata.max.age.ms: refresh metadata at least this often")
+    p.add_argument("--max-block-ms", type=int, metavar="max block on send",
+                   help="max.block.ms: how long a record may wait for room in the client's "
+                        "queue before it fails (default 60000)")
+    p.add_argument("--max-memory-bytes", type=int, metavar="total memory in bytes",
+                   help="buffer.memory: the memory for records waiting to be sent")
+    p.add_argument("--max-partition-memory-bytes", type=int,
+                   metavar="memory in bytes per partition",
+                   help="batch.size: the bytes of records batched per partition")
+    p.add_argument("--socket-buffer-size", type=int, metavar="size",
+                   help="send.buffer.bytes: the socket send buffer size")
     p.add_argument("--sync", action="store_true",
                    help="send each message synchronously, waiting for its acknowledgement")
     p.set_defaults(func=run)

@@ -5,9 +5,11 @@ optionally only groups in those states); ``--describe --group G`` with
 ``--offsets`` (the default), ``--members [--verbose]`` or ``--state``;
 ``--reset-offsets`` with one scenario (``--to-earliest``, ``--to-latest``,
 ``--to-offset``, ``--shift-by``, ``--to-datetime``, ``--by-duration``,
-``--to-current``) over ``--topic``/``--all-topics``, a dry run unless
-``--execute``, refused while the group has members; ``--delete`` (refused
-while it has members) and ``--delete-offsets``.
+``--to-current``, ``--from-file`` CSV) over ``--topic``/``--all-topics``, a dry
+run unless ``--execute``, refused while the group has members, ``--export``
+printing the plan as Kafka's CSV; ``--delete`` (refused while it has members)
+and ``--delete-offsets``.  ``--all-groups`` stands for every group with
+``--describe``, ``--delete`` and ``--reset-offsets``.
 
 It speaks the protocol itself (pylog's codec over one socket per broker,
 :mod:`pylog.tools.wire`): the group requests go to the coordinator that
@@ -17,6 +19,8 @@ FindCoordinator names, the log end offsets to the bootstrap broker.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import re
 import sys
 import time
@@ -25,11 +29,21 @@ from datetime import datetime, timedelta
 
 from pylog.coordinator.consumer_protocol import assignment_partitions
 from pylog.protocol import ApiKey, error_name
-from pylog.tools.common import ToolError, add_bootstrap, run_tool
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    parse_bootstrap,
+    run_tool,
+    wire_config,
+    wire_timeout,
+)
+from pylog.tools.wire import WireClient
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
+# Kafka's reset scenarios, in the order its option checks name them.
+SCENARIOS = ("to_offset", "to_datetime", "by_duration", "to_earliest", "to_latest",
+             "to_current", "shift_by", "from_file")
 # Kafka 3.6's ConsumerGroupState values (less Unknown), the names --list --state takes.
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 _ERROR_TEXT = {
@@ -262,9 +276,9 @@ def _describe_state(admin: Admin, info: GroupInfo) -> None:
     _table([header, row], [_width([row[0]]), _width([row[1]], 25), 20, 20])
 
 
-def _describe(admin: Admin, args: argparse.Namespace) -> int:
+def _describe(admin: Admin, args: argparse.Namespace, groups: list[str]) -> int:
     status = 0
-    for group in args.group:
+    for group in groups:
         info = admin.describe(group)
         if info.state == "Dead":
             print(f"Error: Consumer group '{group}' does not exist.", file=sys.stderr)
@@ -331,21 +345,27 @@ def _scope(admin: Admin, args: argparse.Namespace, group: str) -> list[TopicPart
     return sorted(set(tps))
 
 
+def _clamped(admin: Admin, requested: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """Kafka's checkOffsetsRange: "out of range offsets will be adjusted to
+    available offset end"."""
+    tps = sorted(requested)
+    earliest = admin.list_offsets(tps, EARLIEST)
+    latest = admin.list_offsets(tps, LATEST)
+    return {tp: max(earliest.get(tp, 0), min(offset, latest.get(tp, offset)))
+            for tp, offset in requested.items()}
+
+
 def _targets(admin: Admin, args: argparse.Namespace, group: str,
              tps: list[TopicPartition]) -> dict[TopicPartition, int]:
     earliest = admin.list_offsets(tps, EARLIEST)
     latest = admin.list_offsets(tps, LATEST)
-
-    def clamp(tp: TopicPartition, offset: int) -> int:
-        # "out of range offsets will be adjusted to available offset end"
-        return max(earliest.get(tp, 0), min(offset, latest.get(tp, offset)))
 
     if args.to_earliest:
         return {tp: earliest[tp] for tp in tps if tp in earliest}
     if args.to_latest:
         return {tp: latest[tp] for tp in tps if tp in latest}
     if args.to_offset is not None:
-        return {tp: clamp(tp, args.to_offset) for tp in tps}
+        return _clamped(admin, {tp: args.to_offset for tp in tps})
     if args.to_current:
         return _current(admin, group, tps, latest)
     if args.shift_by is not None:
@@ -355,7 +375,7 @@ def _targets(admin: Admin, args: argparse.Namespace, group: str,
             names = ", ".join(f"{t}-{p}" for t, p in missing)
             raise ToolError(f"Error: Executing consumer group command failed due to "
                             f"Partitions {names} have no committed offsets")
-        return {tp: clamp(tp, committed[tp] + args.shift_by) for tp in tps}
+        return _clamped(admin, {tp: committed[tp] + args.shift_by for tp in tps})
     if args.to_datetime is not None or args.by_duration is not None:
         if args.to_datetime is not None:
             ts = parse_datetime(args.to_datetime)
@@ -365,8 +385,8 @@ def _targets(admin: Admin, args: argparse.Namespace, group: str,
         # No record at or after the time: the end of the log, as Kafka does.
         return {tp: found[tp] if found.get(tp, -1) >= 0 else latest.get(tp, 0) for tp in tps}
     raise ToolError("Error: Option --reset-offsets needs one of --to-datetime, "
-                    "--by-duration, --to-earliest, --to-latest, --shift-by, --to-offset, "
-                    "--to-current")
+                    "--by-duration, --to-earliest, --to-latest, --shift-by, --from-file, "
+                    "--to-offset, --to-current")
 
 
 def _current(admin: Admin, group: str, tps: list[TopicPartition],
@@ -381,39 +401,92 @@ def _current(admin: Admin, group: str, tps: list[TopicPartition],
     return {tp: committed[tp] if tp in committed else latest[tp] for tp in tps}
 
 
-def _reset(admin: Admin, args: argparse.Namespace) -> int:
-    if len(args.group) != 1:
-        raise ToolError("Error: --reset-offsets supports one consumer group at a time.")
-    group = args.group[0]
-    info = admin.describe(group)
-    if info.state not in ("Empty", "Dead"):
-        raise ToolError(f"Error: Assignments can only be reset if the group '{group}' is "
-                        f"inactive, but the current state is {info.state}.")
-    targets = _targets(admin, args, group, _scope(admin, args, group))
-    if args.execute:
-        errors = admin.commit(group, targets)
-        failed = {tp: e for tp, e in errors.items() if e}
-        if failed:
-            text = ", ".join(f"{t}-{p}: {_err(e)}" for (t, p), e in sorted(failed.items()))
-            raise ToolError(f"Error: Executing consumer group command failed due to {text}")
-    elif not args.dry_run:
+def read_reset_plan(path: str, groups: list[str]) -> dict[str, dict[TopicPartition, int]]:
+    """A --from-file plan, as Kafka's parseResetPlan reads it: with one --group,
+    ``topic,partition,offset`` lines for that group; otherwise (or when the
+    first line has four fields) ``group,topic,partition,offset`` lines."""
+    try:
+        with open(path, newline="") as f:
+            rows = [row for row in csv.reader(f) if row]
+    except OSError as exc:
+        raise ToolError(f"Error: cannot read reset plan {path}: {exc.strerror}") from None
+    except csv.Error as exc:
+        raise ToolError(f"Error: reset plan {path} is not CSV: {exc}") from None
+    single = len(groups) == 1 and bool(rows) and len(rows[0]) == 3
+    plan: dict[str, dict[TopicPartition, int]] = {}
+    for lineno, row in enumerate(rows, 1):
+        fields = [groups[0], *row] if single else row
+        try:
+            group, topic, partition, offset = fields
+            plan.setdefault(group, {})[(topic, int(partition))] = int(offset)
+        except ValueError:
+            shape = "topic,partition,offset" if single else "group,topic,partition,offset"
+            raise ToolError(f"Error: Executing consumer group command failed due to line "
+                            f"{lineno} of {path} is not {shape}: {','.join(row)}") from None
+    return plan
+
+
+def export_csv(results: dict[str, dict[TopicPartition, int]], with_group: bool) -> str:
+    """Kafka's exportOffsetsToCsv: ``topic,partition,offset`` rows for one
+    --group, ``group,topic,partition,offset`` otherwise; no header."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for group, targets in sorted(results.items()):
+        for (topic, partition), offset in sorted(targets.items()):
+            writer.writerow([group, topic, partition, offset] if with_group
+                            else [topic, partition, offset])
+    return out.getvalue()
+
+
+def _reset(admin: Admin, args: argparse.Namespace, groups: list[str]) -> int:
+    if not args.execute and not args.dry_run:
         print("WARN: No action will be performed as the --execute option is missing. "
               "In a future major release, the default behavior of this command will be to "
               "prompt the user before executing the reset rather than doing a dry run. You "
               "should add the --dry-run option explicitly if you are scripting this command "
               "and want to keep the current default behavior without prompting.",
               file=sys.stderr)
-    rows = [[group, t, str(p), str(o)] for (t, p), o in sorted(targets.items())]
-    print()
-    _table([["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], *rows], [30, 30, 10])
-    return 0
+    plan = read_reset_plan(args.from_file, args.group) if args.from_file else None
+    status = 0
+    results: dict[str, dict[TopicPartition, int]] = {}
+    for group in groups:
+        info = admin.describe(group)
+        if info.state not in ("Empty", "Dead"):
+            # Kafka reports the group and goes on with the others.
+            print(f"Error: Assignments can only be reset if the group '{group}' is "
+                  f"inactive, but the current state is {info.state}.", file=sys.stderr)
+            status = 1
+            continue
+        if plan is not None:
+            if group not in plan:  # reported, as Kafka does; not a failure (--all-groups)
+                print(f"Error: No reset plan for group {group} found", file=sys.stderr)
+                continue
+            targets = _clamped(admin, plan[group])
+        else:
+            targets = _targets(admin, args, group, _scope(admin, args, group))
+        if args.execute:
+            errors = admin.commit(group, targets)
+            failed = {tp: e for tp, e in errors.items() if e}
+            if failed:
+                text = ", ".join(f"{t}-{p}: {_err(e)}" for (t, p), e in sorted(failed.items()))
+                raise ToolError(f"Error: Executing consumer group command failed due to "
+                                f"{text}")
+        results[group] = targets
+    if args.export:
+        print(export_csv(results, with_group=len(args.group) != 1))
+    elif results:
+        rows = [[group, t, str(p), str(o)] for group, targets in sorted(results.items())
+                for (t, p), o in sorted(targets.items())]
+        print()
+        _table([["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], *rows], [30, 30, 10])
+    return status
 
 
 # -- delete -----------------------------------------------------------------------
 
-def _delete(admin: Admin, args: argparse.Namespace) -> int:
-    results = admin.delete_groups(args.group)
-    ok = [g for g in args.group if results.get(g) == 0]
+def _delete(admin: Admin, groups: list[str]) -> int:
+    results = admin.delete_groups(groups)
+    ok = [g for g in groups if results.get(g) == 0]
     failed = {g: code for g, code in results.items() if code}
     if ok:
         names = ", ".join(f"'{g}'" for g in ok)
@@ -474,30 +547,66 @@ def _list(admin: Admin, args: argparse.Namespace, states: list[str] | None) -> i
 
 # -- entry point ------------------------------------------------------------------
 
+def _check_options(args: argparse.Namespace, action: str) -> None:
+    """ConsumerGroupCommandOptions.checkArgs, before any connection."""
+    if args.group and args.all_groups:
+        raise ToolError('Error: Option "[group]" can\'t be used with option "[all-groups]"')
+    if action in ("describe", "delete", "reset_offsets") and not (args.group
+                                                                   or args.all_groups):
+        raise ToolError(f"Error: Option --{action.replace('_', '-')} takes one of these "
+                        "options: --group, --all-groups")
+    if action in ("list", "delete_offsets") and args.all_groups:
+        raise ToolError(f"Error: Option --all-groups can't be used with option "
+                        f"--{action.replace('_', '-')}")
+    if action == "delete_offsets" and not args.group:
+        raise ToolError("Error: Option --delete-offsets takes the following options: "
+                        "--group, --topic")
+    if action == "delete" and args.topic:
+        raise ToolError("Error: The consumer does not support topic-specific offset deletion "
+                        "from a consumer group.")
+    if args.describe and args.state:
+        raise ToolError("Error: Option --describe does not take a value for --state")
+    if args.describe and sum(map(bool, (args.members, args.offsets,
+                                        args.state is not None))) > 1:
+        raise ToolError("Error: Option --describe takes at most one of these options: "
+                        "--members, --offsets, --state")
+    scenarios = [name for name in SCENARIOS if getattr(args, name) not in (None, False)]
+    reset_only = [f for f in ("execute", "dry_run", "export", "all_topics") if getattr(args, f)]
+    if action != "reset_offsets" and (scenarios or reset_only):
+        flag = (scenarios or reset_only)[0].replace("_", "-")
+        raise ToolError(f"Error: Option --{flag} applies to --reset-offsets only")
+    if action == "reset_offsets":
+        if args.execute and args.dry_run:
+            raise ToolError("Error: Option --reset-offsets only accepts one of --execute and "
+                            "--dry-run")
+        if len(scenarios) > 1:
+            raise ToolError(f'Error: Option "[{scenarios[0].replace("_", "-")}]" can\'t be '
+                            f'used with option "[{scenarios[1].replace("_", "-")}]"')
+
+
 def _main(args: argparse.Namespace) -> int:
     actions = [a for a in ("list", "describe", "reset_offsets", "delete", "delete_offsets")
                if getattr(args, a)]
     if len(actions) != 1:
         raise ToolError("Error: Command must include exactly one action: --list, --describe, "
                         "--delete, --reset-offsets, --delete-offsets")
-    if actions[0] != "list" and not args.group:
-        raise ToolError(f"Error: Option --{actions[0].replace('_', '-')} takes one or more "
-                        "--group")
-    if args.describe and args.state:
-        raise ToolError("Error: Option --describe does not take a value for --state")
+    _check_options(args, actions[0])
     # Checked before connecting; a bare --state (const "") means every state.
     states = parse_states(args.state) if args.list and args.state else None
-    admin = Admin(args.bootstrap_server, args.timeout / 1000)
+    timeout = wire_timeout(wire_config(args), args.timeout / 1000)
+    admin = Admin(args.bootstrap_server, timeout)
     try:
         if args.list:
             return _list(admin, args, states)
+        if args.delete_offsets:
+            return _delete_offsets(admin, args)
+        groups = (sorted(g for g, _ in admin.list_groups()) if args.all_groups
+                  else list(dict.fromkeys(args.group)))
         if args.describe:
-            return _describe(admin, args)
+            return _describe(admin, args, groups)
         if args.reset_offsets:
-            return _reset(admin, args)
-        if args.delete:
-            return _delete(admin, args)
-        return _delete_offsets(admin, args)
+            return _reset(admin, args, groups)
+        return _delete(admin, groups)
     finally:
         admin.close()
 
@@ -505,7 +614,7 @@ def _main(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("consumer-groups", help="list, describe, reset and delete consumer "
                        "groups (kafka-consumer-groups.sh)")
-    add_bootstrap(p, command_config=False)
+    add_bootstrap(p)
     p.add_argument("--list", action="store_true", help="list all consumer groups")
     p.add_argument("--describe", action="store_true", help="describe consumer group(s)")
     p.add_argument("--delete", action="store_true", help="delete consumer group(s)")
@@ -514,6 +623,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delete-offsets", action="store_true",
                    help="delete offsets of a consumer group")
     p.add_argument("--group", action="append", default=[], metavar="consumer group")
+    p.add_argument("--all-groups", action="store_true",
+                   help="apply to all consumer groups (--describe, --delete, --reset-offsets)")
     p.add_argument("--topic", action="append", default=[], metavar="topic[:partitions]",
                    help="topic, or topic:0,1 for some partitions (reset, delete-offsets)")
     p.add_argument("--all-topics", action="store_true",
@@ -528,6 +639,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="describe the offsets (the default)")
     p.add_argument("--execute", action="store_true", help="apply the reset")
     p.add_argument("--dry-run", action="store_true", help="only show the reset (default)")
+    p.add_argument("--export", action="store_true",
+                   help="print the reset as CSV (topic,partition,offset with one --group, "
+                        "group,topic,partition,offset otherwise), the --from-file format")
+    p.add_argument("--from-file", metavar="path to CSV file",
+                   help="reset offsets to the values of a CSV file (as --export prints)")
     p.add_argument("--to-earliest", action="store_true")
     p.add_argument("--to-latest", action="store_true")
     p.add_argument("--to-current", action="store_true")

@@ -14,23 +14,30 @@ Without ``--group`` the consumer assigns itself every partition, so it needs no
 group coordinator (rebalance.time.ms is then 0); with ``--group`` it
 subscribes, and rebalance.time.ms is the time until its partitions were
 assigned.  Bytes are value bytes (Kafka counts key + value).
+
+``--print-metrics`` ends with Kafka's metrics table, from the client's own
+statistics (librdkafka's names mapped to the Java consumer's metrics).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import sys
 import time
 from typing import Any
 
 from pylog.tools.common import (
     ToolError,
+    add_bootstrap,
+    bootstrap_of,
     check_reachable,
     client_config,
     error_text,
     new_client,
     parse_props,
+    print_metrics_table,
     run_tool,
 )
 
@@ -39,6 +46,7 @@ HEADER_EXTRA = ", rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
 BATCH = 10_000
 MB = 1024 * 1024
 METADATA_TIMEOUT_S = 30.0
+STATS_INTERVAL_MS = 1000
 
 
 def java_date_format(pattern: str) -> Any:
@@ -110,10 +118,14 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.socket_buffer_size:
         defaults["socket.receive.buffer.bytes"] = args.socket_buffer_size
-    conf = client_config(args.bootstrap_server, files=[args.consumer_config],
+    conf = client_config(bootstrap_of(args), files=[args.consumer_config],
                          props=parse_props(args.consumer_property, "consumer property"),
                          defaults=defaults)
     conf["group.id"] = args.group or conf.get("group.id") or "perf-consumer-assign"
+    holder: dict[str, str] = {}
+    if args.print_metrics:
+        conf["statistics.interval.ms"] = STATS_INTERVAL_MS
+        conf["stats_cb"] = lambda s: holder.__setitem__("stats", s)
     try:
         consumer = new_client(Consumer, conf)
         meta = check_reachable(consumer, METADATA_TIMEOUT_S, args.topic)
@@ -172,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     end_ms = time.time() * 1000
+    if args.print_metrics:
+        _last_statistics(consumer)
     consumer.close()
     if timed_out:
         print(f"WARNING: Exiting before consuming the expected number of messages: timeout "
@@ -179,7 +193,55 @@ def run(args: argparse.Namespace) -> int:
               "the timeout.", file=sys.stderr)
     if not args.show_detailed_stats:
         print(_row_summary(fmt, stats, start_ms, end_ms))
+    if args.print_metrics:
+        print_metrics(holder.get("stats"), str(conf.get("client.id", "")), stats.messages)
     return 0
+
+
+def print_metrics(stats_json: str | None, client_id: str, records: int) -> None:
+    """Kafka's ``--print-metrics`` table, from librdkafka's last statistics;
+    ``records`` consumed as the tool counted them (librdkafka's count takes in
+    transaction markers, which no poll returns)."""
+    if not stats_json:
+        print("\n(no client statistics were received)")
+        return
+    stats = json.loads(stats_json)
+    tags = f"{{client-id={stats.get('client_id', client_id)}}}"
+    brokers = [b for b in stats.get("brokers", {}).values() if b.get("nodeid", -1) >= 0]
+    lags = [p.get("consumer_lag", -1) for t in stats.get("topics", {}).values()
+            for p in t.get("partitions", {}).values()]
+    fetch = "consumer-fetch-manager-metrics"
+    values = {
+        f"{fetch}:records-consumed-total:{tags}": records,
+        f"{fetch}:bytes-consumed-total:{tags}": stats.get("rxmsg_bytes", 0),
+        f"{fetch}:fetch-total:{tags}": sum(b.get("req", {}).get("Fetch", 0) for b in brokers),
+        f"{fetch}:records-lag-max:{tags}": max([lag for lag in lags if lag >= 0], default=0),
+        f"consumer-metrics:request-total:{tags}": stats.get("tx", 0),
+        f"consumer-metrics:response-total:{tags}": stats.get("rx", 0),
+        f"consumer-metrics:outgoing-byte-total:{tags}": stats.get("tx_bytes", 0),
+        f"consumer-metrics:incoming-byte-total:{tags}": stats.get("rx_bytes", 0),
+        f"consumer-metrics:request-latency-avg:{tags}": (
+            sum(b.get("rtt", {}).get("avg", 0) for b in brokers) / max(len(brokers), 1) / 1000),
+        f"consumer-metrics:request-latency-max:{tags}": (
+            max((b.get("rtt", {}).get("max", 0) for b in brokers), default=0) / 1000),
+        f"consumer-metrics:connection-count:{tags}": len(brokers),
+    }
+    group = stats.get("cgrp")
+    if group:
+        values[f"consumer-coordinator-metrics:rebalance-total:{tags}"] = group.get(
+            "rebalance_cnt", 0)
+        values[f"consumer-coordinator-metrics:assigned-partitions:{tags}"] = group.get(
+            "assignment_size", 0)
+    print_metrics_table(values)
+
+
+def _last_statistics(consumer: Any) -> None:
+    """Serve one more statistics window (paused: no record is fetched meanwhile),
+    so the table covers the end of the run."""
+    assignment = consumer.assignment()
+    if assignment:
+        consumer.pause(assignment)
+    consumer.consume(num_messages=1, timeout=STATS_INTERVAL_MS / 1000 + 0.1)
 
 
 def _usable(msg: Any) -> bool:
@@ -195,8 +257,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "consumer-perf-test", help="measure consume throughput (kafka-consumer-perf-test)",
         description="This tool helps in performance test for the full zookeeper consumer")
-    p.add_argument("--bootstrap-server", required=True, metavar="server to connect to",
-                   help="REQUIRED: the server(s) to connect to")
+    add_bootstrap(p, command_config=False, broker_list=True)
     p.add_argument("--topic", required=True, metavar="topic", help="REQUIRED: the topic to "
                    "consume from")
     p.add_argument("--messages", required=True, type=int, metavar="count",
@@ -226,8 +287,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="if set, skips printing the header for the stats")
     p.add_argument("--date-format", default="yyyy-MM-dd HH:mm:ss:SSS", metavar="date format",
                    help="the date format to use for formatting the time field")
-    p.add_argument("--print-metrics", action="store_true", help="accepted for compatibility")
-    p.add_argument("--threads", type=int, metavar="count", help="accepted for compatibility")
+    p.add_argument("--print-metrics", action="store_true",
+                   help="print the consumer's metrics at the end")
+    # Kafka 3.6 itself documents these two as "DEPRECATED AND IGNORED".
+    p.add_argument("--threads", type=int, metavar="count",
+                   help="deprecated and ignored, as in Kafka")
     p.add_argument("--num-fetch-threads", type=int, metavar="count",
-                   help="accepted for compatibility")
+                   help="deprecated and ignored, as in Kafka")
     p.set_defaults(func=run)

@@ -8,6 +8,12 @@ Same flags, same output lines, so runbooks and scripts written for Kafka work:
 mismatches, non-consecutive offsets, the error behind a torn tail) go to
 stderr, as Kafka's do.
 
+Producer state snapshots (``.snapshot``) print one line per producer, as
+Kafka's DumpLogSegments prints them (``producerId: ... producerEpoch: ...
+lastSequence: ... lastOffset: ...``); both pylog's snapshots (JSON) and
+Kafka's (its binary format, version 1) are read.  Transaction indexes
+(``.txnindex``, Kafka's format) print one line per aborted transaction.
+
 Like Kafka, damaged data is reported, not fatal: the good batches print, a
 batch whose CRC is wrong prints with ``isvalid: false``, and a torn tail ends
 with ``Found N invalid bytes at the end of <file>``; the exit status stays 0.
@@ -17,11 +23,14 @@ It is 1 only when a file cannot be read or an ``--index-sanity-check`` fails.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import struct
 import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+
+from pylog.tools.common import refuse_flags
 
 INT32_MAX = 2**31 - 1
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -34,6 +43,18 @@ CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADE
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_ENTRY = struct.Struct(">ii")     # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")       # timestamp, relative offset
+# Kafka's producer snapshot (ProducerStateManager, version 1): version, crc32c of
+# the rest, then an array of: producer id, epoch, last sequence, last offset,
+# offset delta, timestamp, coordinator epoch, current transaction's first offset.
+_SNAPSHOT_HEADER = struct.Struct(">hIi")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+KAFKA_SNAPSHOT_VERSION = 1
+# Kafka's transaction index entry: version, producer id, first offset, last
+# offset, last stable offset.
+_TXN_ENTRY = struct.Struct(">hqqqq")
+SEQ_MOD = 2**31
+# --key-decoder-class / --value-decoder-class: the decoder pylog prints with.
+STRING_DECODER = "kafka.serializer.StringDecoder"
 # Errors after which the next batch can still be found (the length field is sane).
 _FRAMED_CHECKS = {"crc", "records", "compression", "record_count", "control"}
 
@@ -336,7 +357,139 @@ def dump_time_index(path: str, args: argparse.Namespace, report: Report) -> None
         prev_ts = ts
 
 
+class CorruptSnapshot(Exception):
+    """Kafka's CorruptSnapshotException: the message goes to stderr."""
+
+
+@dataclass
+class SnapshotEntry:
+    producer_id: int
+    epoch: int
+    coordinator_epoch: int
+    txn_first_offset: int  # -1: no open transaction
+    last_timestamp: int
+    # (last sequence, last offset, offset delta, timestamp) of the last batch
+    batch: tuple[int, int, int, int] | None
+
+
+def _kafka_snapshot(data: bytes) -> list[SnapshotEntry]:
+    from pylog.records.pyrecords import crc32c
+
+    if len(data) < _SNAPSHOT_HEADER.size:
+        raise CorruptSnapshot("Snapshot failed schema validation: Error reading field "
+                              "'version': java.nio.BufferUnderflowException")
+    version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
+    room = len(data) - _SNAPSHOT_HEADER.size
+    if count < 0 or count * _SNAPSHOT_ENTRY.size > room:
+        raise CorruptSnapshot(f"Snapshot failed schema validation: Error reading field "
+                              f"'producer_entries': Error reading array of size {count}, "
+                              f"only {room} bytes available")
+    if version != KAFKA_SNAPSHOT_VERSION:
+        raise CorruptSnapshot(f"Snapshot contained an unknown file version {version}")
+    computed = crc32c(data[6:])
+    if crc != computed:
+        raise CorruptSnapshot(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
+                              f"{crc}. Computed crc: {computed}")
+    out = []
+    for i in range(count):
+        pid, epoch, seq, offset, delta, ts, coord, txn = _SNAPSHOT_ENTRY.unpack_from(
+            data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size)
+        out.append(SnapshotEntry(pid, epoch, coord, txn, ts,
+                                 (seq, offset, delta, ts) if offset >= 0 else None))
+    return out
+
+
+def _pylog_snapshot(data: bytes) -> list[SnapshotEntry]:
+    """pylog's snapshot (pylog.server.producer_state): each producer's batches
+    are (first sequence, last sequence, base offset, append time); Kafka's
+    snapshot keeps the last batch, so that one is shown."""
+    from pylog.server.producer_state import SNAPSHOT_VERSION
+
+    try:
+        state = json.loads(data)
+        version = int(state["version"])
+        if version < 1 or version > SNAPSHOT_VERSION:
+            raise CorruptSnapshot(f"Snapshot contained an unknown file version {version}")
+        out = []
+        for pid, raw in sorted(state["producers"].items(), key=lambda kv: int(kv[0])):
+            last_ts = int(raw.get("last_timestamp", -1))  # none before version 2
+            batch = None
+            if raw["batches"]:
+                first, last, base, _ = raw["batches"][-1]
+                delta = (last - first) % SEQ_MOD
+                batch = (last, base + delta, delta, last_ts)
+            out.append(SnapshotEntry(int(pid), int(raw["epoch"]),
+                                     int(raw.get("coordinator_epoch", -1)),
+                                     int(raw.get("txn_first", -1)), last_ts, batch))
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptSnapshot(f"Snapshot failed schema validation: {exc!r}") from None
+
+
+def _optional_long(value: int) -> str:
+    """Java's OptionalLong.toString, as Kafka prints currentTxnFirstOffset."""
+    return f"OptionalLong[{value}]" if value >= 0 else "OptionalLong.empty"
+
+
+def _first_sequence(last: int, delta: int) -> int:
+    """Kafka's DefaultRecordBatch.decrementSequence."""
+    return last - delta if last >= delta else INT32_MAX - (delta - last) + 1
+
+
+def dump_producer_snapshot(path: str) -> None:
+    """Kafka's dumpProducerIdSnapshot: one line per producer."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        entries = (_pylog_snapshot(data) if data.lstrip()[:1] == b"{"
+                   else _kafka_snapshot(data))
+    except CorruptSnapshot as exc:
+        print(str(exc), file=sys.stderr)
+        return
+    for e in entries:
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} "
+                f"coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {_optional_long(e.txn_first_offset)} "
+                f"lastTimestamp: {e.last_timestamp} ")
+        if e.batch is not None:
+            last, offset, delta, ts = e.batch
+            line += (f"firstSequence: {_first_sequence(last, delta)} lastSequence: {last} "
+                     f"lastOffset: {offset} offsetDelta: {delta} timestamp: {ts}")
+        print(line)
+
+
+def dump_txn_index(path: str) -> None:
+    """Kafka's dumpTxnIndex: one line per aborted transaction."""
+    with open(path, "rb") as f:
+        data = f.read()
+    whole = len(data) - len(data) % _TXN_ENTRY.size
+    for pos in range(0, whole, _TXN_ENTRY.size):
+        version, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, pos)
+        print(f"version: {version} producerId: {pid} firstOffset: {first} "
+              f"lastOffset: {last} lastStableOffset: {lso}")
+    if whole != len(data):
+        print(f"Expected transaction index {path} to be a multiple of {_TXN_ENTRY.size} "
+              f"bytes, but it has {len(data)}", file=sys.stderr)
+
+
+def _check_decoders(args: argparse.Namespace) -> bool:
+    """--key-decoder-class / --value-decoder-class: Kafka's StringDecoder, which
+    pylog prints with, is accepted (and, as in Kafka, implies --print-data-log);
+    another class is refused by name."""
+    for flag, value in (("--key-decoder-class", args.key_decoder_class),
+                        ("--value-decoder-class", args.value_decoder_class)):
+        if value is not None and value != STRING_DECODER:
+            print(f"{flag} {value} is not supported by pylog: it decodes with "
+                  f"{STRING_DECODER} only", file=sys.stderr)
+            return False
+    if args.key_decoder_class is not None or args.value_decoder_class is not None:
+        args.print_data_log = True
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
+    if not _check_decoders(args):
+        return 1
     report = Report()
     status = 0
     for path in args.files.split(","):
@@ -352,6 +505,10 @@ def run(args: argparse.Namespace) -> int:
                 dump_index(path, args, report)
             elif suffix == ".timeindex":
                 dump_time_index(path, args, report)
+            elif suffix == ".snapshot":
+                dump_producer_snapshot(path)
+            elif suffix == ".txnindex":
+                dump_txn_index(path)
             else:
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
         except OSError as exc:
@@ -386,4 +543,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="limit the bytes of batches read from each .log file")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="size",
                    help="size of the largest message (accepted for Kafka compatibility)")
+    for which in ("key", "value"):
+        p.add_argument(f"--{which}-decoder-class", nargs="?", const=STRING_DECODER,
+                       metavar="class",
+                       help=f"the {which}s' decoder; only {STRING_DECODER} (implies "
+                            "--print-data-log)")
+    refuse_flags(p, {"--offsets-decoder": "pylog dump-log does not decode __consumer_offsets "
+                                          "records",
+                     "--transaction-log-decoder": "pylog dump-log does not decode "
+                                                  "__transaction_state records",
+                     "--cluster-metadata-decoder": "pylog keeps no KRaft metadata log"})
     p.set_defaults(func=run)

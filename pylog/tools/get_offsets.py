@@ -191,7 +191,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "get-offsets", help="print partitions' offsets for a time (kafka-get-offsets)",
         description="An interactive shell for getting topic-partition offsets.")
-    add_bootstrap(p)
+    add_bootstrap(p, broker_list=True)
     p.add_argument("--topic-partitions", metavar="topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3",
                    help="comma-separated topic-partition patterns: a topic regular expression "
                         "(any topic when left out), then ':' and a partition, a range "

@@ -18,22 +18,33 @@ import json
 from typing import Any
 
 from pylog.protocol import ApiKey
-from pylog.tools.common import ToolError, add_bootstrap, exception_name, run_tool, split_list
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    exception_name,
+    parse_bootstrap,
+    run_tool,
+    split_list,
+    wire_config,
+    wire_timeout,
+)
+from pylog.tools.wire import WireClient
+
+TIMEOUT_S = 10.0
 
 
-def _brokers(bootstrap: list[tuple[str, int]]) -> dict[int, tuple[str, int]]:
-    with WireClient(bootstrap) as client:
+def _brokers(bootstrap: list[tuple[str, int]], timeout: float) -> dict[int, tuple[str, int]]:
+    with WireClient(bootstrap, timeout) as client:
         meta = client.request(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})
         return {b.node_id: (b.host, b.port) for b in meta.brokers}
 
 
 def _describe_broker(node: int, address: tuple[str, int],
-                     bootstrap: list[tuple[str, int]], single: bool) -> list[Any]:
+                     bootstrap: list[tuple[str, int]], single: bool, timeout: float) -> list[Any]:
     # Try the broker's advertised address; a lone broker may advertise a name
     # that does not resolve here, and then the bootstrap address is the same node.
     addresses = [address] + (bootstrap if single else [])
-    with WireClient(addresses) as client:
+    with WireClient(addresses, timeout) as client:
         resp = client.request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
     if getattr(resp, "error_code", 0):
         raise ToolError(f"broker {node} refused DescribeLogDirs: "
@@ -66,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.describe:
         raise ToolError("Missing required argument \"[describe]\"")
     bootstrap = parse_bootstrap(args.bootstrap_server)
+    timeout = wire_timeout(wire_config(args), TIMEOUT_S)
     topics = set(split_list(args.topic_list)) if args.topic_list else None
     print("Querying brokers for log directories information")
-    brokers = _brokers(bootstrap)
+    brokers = _brokers(bootstrap, timeout)
     wanted = sorted(brokers)
     if args.broker_list:
         try:
@@ -81,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
                             + ",".join(map(str, missing)) + ". Current existent brokers: "
                             + ",".join(map(str, sorted(brokers))))
         wanted = sorted(set(asked))
-    results = {node: _describe_broker(node, brokers[node], bootstrap, len(brokers) == 1)
-               for node in wanted}
+    results = {node: _describe_broker(node, brokers[node], bootstrap, len(brokers) == 1,
+                                      timeout) for node in wanted}
     print(f"Received log directory information from brokers {','.join(map(str, wanted))}")
     print(_format(results, topics))
     return 0

@@ -34,6 +34,10 @@ spark_bench/task.py):
 ``--warmup-records N``: the first N records are sent and reported in the 5 s
 lines but left out of the final line (and ``--json``).  ``--json FILE`` writes
 the final figures for dashboards.
+
+``--transaction-duration-ms D`` (D > 0) sends in transactions, as Kafka's tool:
+the producer (``--transactional-id``) commits its open transaction once it is
+D ms old and begins the next; the last one is committed at the end.
 """
 
 from __future__ import annotations
@@ -55,11 +59,14 @@ from pylog.tools.common import (
     error_text,
     new_client,
     parse_props,
+    print_metrics_table,
     run_tool,
 )
 from pylog.tools.producer_loop import POLL_EVERY, SAMPLE_EVERY, send_loop
 
 REPORT_INTERVAL_MS = 5000
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
+TRANSACTION_TIMEOUT_S = 60.0
 METADATA_TIMEOUT_S = 30.0
 FLUSH_TIMEOUT_S = 300.0
 # A send loop whose thread was this busy was limited by the client itself.
@@ -216,21 +223,34 @@ class Run:
         mono = time.monotonic
         report_ns = int(args.reporting_interval * 1e6)
         cpu0, thread0 = time.process_time(), time.thread_time()
+        txn_ns = int(args.transaction_duration_ms * 1e6)
+        if txn_ns > 0:
+            producer.begin_transaction()
         start_ns = time.monotonic_ns()  # the same clock as time.monotonic()
         start = start_ns / 1e9
         self.window_start = self.measure_start = start
         next_report = [start_ns + report_ns]
+        next_commit = [start_ns + txn_ns if txn_ns > 0 else sys.maxsize]
 
         def tick(now_ns: int, sent: int) -> int:
-            self.sent = sent
-            self.report(now_ns / 1e9)
-            next_report[0] = now_ns + report_ns
-            return next_report[0]
+            if now_ns >= next_commit[0]:  # the open transaction is --transaction-duration-ms old
+                producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+                producer.begin_transaction()
+                now_ns = time.monotonic_ns()
+                next_commit[0] = now_ns + txn_ns
+            if now_ns >= next_report[0]:
+                self.sent = sent
+                self.report(now_ns / 1e9)
+                next_report[0] = now_ns + report_ns
+            return min(next_report[0], next_commit[0])
 
         self.sent = send_loop(producer, args.topic, self.payloads, start_ns=start_ns,
                               total=args.num_records, rate=rate, on_sample=on_ack,
                               on_scheduled=on_ack_scheduled, sample_every=SAMPLE_EVERY,
-                              poll_every=POLL_EVERY, tick=tick, next_tick_ns=next_report[0])
+                              poll_every=POLL_EVERY, tick=tick,
+                              next_tick_ns=min(next_report[0], next_commit[0]))
+        if txn_ns > 0:
+            producer.commit_transaction(TRANSACTION_TIMEOUT_S)  # delivers what is queued
         report_s = report_ns / 1e9
         sent_end = mono()
         deadline = sent_end + FLUSH_TIMEOUT_S
@@ -279,8 +299,11 @@ def producer_conf(args: argparse.Namespace) -> dict[str, Any]:
     defaults: dict[str, Any] = {"client.id": "perf-producer-client"}
     if args.print_metrics:
         defaults["statistics.interval.ms"] = 1000
-    return client_config(args.bootstrap_server, files=[args.producer_config], props=props,
+    conf = client_config(args.bootstrap_server, files=[args.producer_config], props=props,
                          defaults=defaults)
+    if args.transaction_duration_ms > 0:  # Kafka: transactions only with a positive duration
+        conf["transactional.id"] = args.transactional_id
+    return conf
 
 
 def print_metrics(stats_json: str | None, topic: str) -> None:
@@ -312,10 +335,7 @@ def print_metrics(stats_json: str | None, topic: str) -> None:
             max((b.get("rtt", {}).get("max", 0) for b in brokers), default=0) / 1000),
         f"producer-metrics:connection-count:{tags}": len(brokers),
     }
-    width = max(len(k) for k in values)
-    print(f"\n{'Metric Name':<{width}}   Value")
-    for key in sorted(values):
-        print(f"{key:<{width}} : {float(values[key]):.3f}")
+    print_metrics_table(values)
 
 
 @run_tool
@@ -337,6 +357,8 @@ def run(args: argparse.Namespace) -> int:
         producer = new_client(Producer, conf)
         # Connect and fetch metadata before the clock starts: setup, not latency.
         meta = check_reachable(producer, METADATA_TIMEOUT_S, args.topic)
+        if args.transaction_duration_ms > 0:
+            producer.init_transactions(TRANSACTION_TIMEOUT_S)
     except KafkaException as exc:
         raise ToolError(error_text(exc)) from None
     found = meta.topics.get(args.topic)
@@ -401,6 +423,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="print the producer's metrics at the end")
     p.add_argument("--warmup-records", type=int, default=0, metavar="WARMUP-RECORDS",
                    help="records sent first and left out of the final figures")
+    p.add_argument("--transactional-id", default=DEFAULT_TRANSACTIONAL_ID,
+                   metavar="TRANSACTIONAL-ID",
+                   help="the transactional id, when --transaction-duration-ms is positive "
+                        f"(default {DEFAULT_TRANSACTIONAL_ID})")
+    p.add_argument("--transaction-duration-ms", type=int, default=0,
+                   metavar="TRANSACTION-DURATION",
+                   help="commit each transaction once it is this old; transactions are only "
+                        "used when positive (default 0)")
     p.add_argument("--json", metavar="FILE", help="also write the final figures as JSON")
     # Kafka's tool has the 5 s interval fixed; settable here for tests.
     p.add_argument("--reporting-interval", type=int, default=REPORT_INTERVAL_MS,

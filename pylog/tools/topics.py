@@ -16,6 +16,8 @@ stderr, so a script's captured stdout holds only results).
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import re
 from typing import Any
 
@@ -26,6 +28,7 @@ from pylog.tools.common import (
     check_reachable,
     error_text,
     parse_props,
+    refuse_flags,
     run_tool,
     wait_future,
 )
@@ -45,6 +48,7 @@ ALLOWED_ACTIONS = {
     "if_exists": ("alter", "delete", "describe"),
     "if_not_exists": ("create",),
     "exclude_internal": ("list", "describe"),
+    "topic_id": ("describe",),
 }
 EXCLUSIVE = {
     **{r: tuple(o for o in REPORTS if o != r) + ("topics_with_overrides",) for r in REPORTS},
@@ -54,6 +58,7 @@ COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a
                      "or underscore ('_') could collide. To avoid issues it is best to use "
                      "either, but not both.")
 TIMEOUT_S = 30.0
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID: --topic-id then means none
 
 
 def _fail(reason: str) -> ToolError:
@@ -100,6 +105,25 @@ def _uuid_text(topic_id: Any) -> str:
     if topic_id is None:
         return ""
     return str(topic_id).replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def parse_topic_id(text: str) -> str:
+    """``--topic-id`` checked as Kafka's Uuid.fromString checks it (URL-safe
+    base64 of 16 bytes), in the form Kafka prints."""
+    if len(text) > 24:
+        raise _fail(f"Input string with prefix `{text[:24]}` is too long to be decoded as a "
+                    "base64 UUID")
+    bad = next((c for c in text if not (c.isascii() and (c.isalnum() or c in "-_="))), None)
+    if bad is not None:
+        raise _fail(f"Illegal base64 character {ord(bad):x}")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if len(raw) != 16:
+        raise _fail(f"Input string `{text}` decoded as {len(raw)} bytes, which is not equal "
+                    "to the expected 16 bytes of a base64-encoded UUID")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _ensure_found(found: list[str], requested: str | None, if_exists: bool) -> None:
@@ -235,9 +259,17 @@ def _topic_line(name: str, desc: Any, parts: list[Any], configs: str) -> str:
 def _describe(admin: Any, args: argparse.Namespace) -> None:
     from confluent_kafka import TopicCollection
 
-    names = _matching(admin, args.topic, args.exclude_internal)
-    _ensure_found(names, args.topic, args.if_exists)
+    # --topic-id (not the zero id) wins over --topic, as in Kafka: every topic
+    # is described and the one with that id kept (librdkafka looks topics up by name).
+    topic_id = parse_topic_id(args.topic_id) if args.topic_id is not None else None
+    if topic_id == ZERO_UUID:
+        topic_id = None
+    names = _matching(admin, args.topic if topic_id is None else None, args.exclude_internal)
+    if topic_id is None:
+        _ensure_found(names, args.topic, args.if_exists)
     if not names:
+        if topic_id is not None and not args.if_exists:
+            raise _fail(f"TopicId '{topic_id}' does not exist as expected")
         return
     futures = admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S)
     descriptions = {}
@@ -248,6 +280,11 @@ def _describe(admin: Any, args: argparse.Namespace) -> None:
             if _is_error(exc, "UNKNOWN_TOPIC_OR_PART"):
                 continue  # deleted between list and describe
             raise _fail(error_text(exc)) from None
+    if topic_id is not None:
+        descriptions = {n: d for n, d in descriptions.items()
+                        if _uuid_text(d.topic_id) == topic_id}
+        if not descriptions and not args.if_exists:
+            raise _fail(f"TopicId '{topic_id}' does not exist as expected")
     only_partitions = (args.under_replicated_partitions or args.unavailable_partitions
                        or args.under_min_isr_partitions or args.at_min_isr_partitions)
     configs = {} if only_partitions else _configs_text(admin, sorted(descriptions))
@@ -330,7 +367,15 @@ def run(args: argparse.Namespace) -> int:
                         "--create, --alter or --delete")
     action = chosen[0]
     _check_options(args, action)
-    admin = admin_client(args)
+    if action == "describe" and args.if_exists and args.topic is None and args.topic_id is None:
+        raise ToolError("--topic or --topic-id is required to describe a topic")
+    if action == "describe" and args.topic is not None and args.topic_id is not None:
+        print("Only topic id will be used when both --topic and --topic-id are specified and "
+              "topicId is not Uuid.ZERO_UUID")
+    try:
+        admin = admin_client(args)
+    except ToolError as exc:  # no broker at --bootstrap-server: Kafka's error line
+        raise _fail(str(exc)) from None
     {"create": _create, "list": _list, "describe": _describe, "alter": _alter,
      "delete": _delete}[action](admin, args)
     return 0
@@ -351,6 +396,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic", metavar="topic",
                    help="the topic to create, alter, describe or delete (a regular expression "
                         "except with --create)")
+    p.add_argument("--topic-id", metavar="topic-id",
+                   help="the topic id to describe (with --describe; wins over --topic)")
     p.add_argument("--partitions", type=int, metavar="# of partitions",
                    help="the number of partitions for the topic being created or altered")
     p.add_argument("--replication-factor", type=int, metavar="replication factor",
@@ -380,4 +427,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --describe: only partitions whose ISR is at min.insync")
     p.add_argument("--topics-with-overrides", action="store_true",
                    help="with --describe: only show topics that have overridden configs")
+    refuse_flags(p, {
+        # Kafka 3.6 refuses it with --bootstrap-server too.
+        "--delete-config": "topic configs are removed with pylog configs --alter "
+                           "--delete-config",
+    })
     p.set_defaults(func=run)

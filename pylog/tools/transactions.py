@@ -25,12 +25,22 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pylog import __version__
 from pylog.protocol import ApiKey
-from pylog.tools.common import ToolError, add_bootstrap, exception_name, run_tool
-from pylog.tools.wire import WireClient, parse_bootstrap
+from pylog.tools.common import (
+    ToolError,
+    add_bootstrap,
+    exception_name,
+    parse_bootstrap,
+    run_tool,
+    wire_config,
+    wire_timeout,
+)
+from pylog.tools.wire import WireClient
 
 MAX_BATCH_SIZE = 500  # partitions per DescribeProducers, topics per Metadata (Kafka's)
 DEBUG_HINT = ". Enable debug logging for additional detail."
+TIMEOUT_S = 10.0
 
 
 def _fail(message: str, code: int | None = None, detail: str | None = None) -> ToolError:
@@ -233,7 +243,8 @@ COMMANDS = {"list": _list, "describe": _describe, "describe-producers": _describ
 
 
 def run(args: argparse.Namespace) -> int:
-    with WireClient(parse_bootstrap(args.bootstrap_server)) as client:
+    timeout = wire_timeout(wire_config(args), TIMEOUT_S)
+    with WireClient(parse_bootstrap(args.bootstrap_server), timeout) as client:
         meta = client.request(ApiKey.METADATA, {"topics": [],
                                                 "allow_auto_topic_creation": False})
         if len(meta.brokers) != 1:
@@ -250,6 +261,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "the cluster. It can be used to detect and recover from hanging "
                     "transactions.")
     add_bootstrap(p)
+    p.add_argument("-v", action="version", version=f"pylog {__version__}",
+                   help="display the pylog version (as --version)")
     commands = p.add_subparsers(dest="transactions_command", metavar="COMMAND", required=True)
     commands.add_parser("list", help="list transactions")
     q = commands.add_parser("describe", help="describe the state of an active transactional-id",

@@ -12,45 +12,27 @@ import struct
 from typing import Any
 
 from pylog.protocol import ApiKey, decode_response, encode_request, message_schema
-from pylog.tools.common import ToolError
+from pylog.tools.common import CONNECT_TIMEOUT_S, ToolError, connect_any
 
 _SIZE = struct.Struct(">i")
 CLIENT_ID = "pylog-tools"
-
-
-def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    """``host:port[,host:port]`` -> addresses (IPv6 hosts in brackets)."""
-    out = []
-    for item in (s.strip() for s in bootstrap.split(",")):
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ToolError(f"Invalid url in bootstrap.servers: {item}")
-        out.append((host.strip("[]") or "localhost", int(port)))
-    if not out:
-        raise ToolError("No resolvable bootstrap urls given in bootstrap.servers")
-    return out
 
 
 class WireClient:
     """One connection to one broker."""
 
     def __init__(self, addresses: list[tuple[str, int]], timeout: float = 10.0) -> None:
-        self.sock: socket.socket | None = None
-        errors = []
-        for host, port in addresses:
-            try:
-                self.sock = socket.create_connection((host, port), timeout=timeout)
-                self.address = (host, port)
-                break
-            except OSError as exc:
-                errors.append(f"{host}:{port}: {exc.strerror or exc}")
-        if self.sock is None:
-            raise ToolError("Timed out waiting for a node assignment (cannot connect to "
-                            + "; ".join(errors) + ")")
+        # The connect is bounded apart from the requests: an address where
+        # nothing listens is reported at once, whatever --timeout says.
+        sock, self.address = connect_any(addresses, min(timeout, CONNECT_TIMEOUT_S))
+        sock.settimeout(timeout)
+        self.sock: socket.socket | None = sock
         self._correlation = 0
-        self.versions = self._api_versions()
+        try:
+            self.versions = self._api_versions()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self.sock is not None:
