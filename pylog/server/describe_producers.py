@@ -30,19 +30,19 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.topics import TopicError, validate_name
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 VERSIONS = (0, 0)
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 
 
-def _partition(broker: Broker, topic: str, index: int) -> dict[str, Any]:
-    log = broker.logs.get_log(topic, index) if index >= 0 else None
+def _partition(node: NodeServices, topic: str, index: int) -> dict[str, Any]:
+    log = node.logs.get_log(topic, index) if index >= 0 else None
     if log is None:
         return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "error_message": None, "active_producers": []}
-    state = broker.producer_state(topic, index)
+    state = node.replicas.producer_state(topic, index)
     producers = [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": last_seq,
          "last_timestamp": last_timestamp,
@@ -58,18 +58,18 @@ def _refused(indexes: list[int], code: int, message: str | None) -> list[dict[st
              "active_producers": []} for i in indexes]
 
 
-def _topic(broker: Broker, t: Any) -> dict[str, Any]:
+def _topic(node: NodeServices, t: Any) -> dict[str, Any]:
     name = t.name
     try:
         validate_name(name)  # KafkaApis.checkValidTopic
     except TopicError as exc:
         return {"name": name, "partitions": _refused(t.partition_indexes, exc.code, str(exc))}
-    if broker.topics.get(name) is None:
+    if node.topics.get(name) is None:
         return {"name": name, "partitions": _refused(
             t.partition_indexes, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_MESSAGE)}
-    return {"name": name, "partitions": [_partition(broker, name, i)
+    return {"name": name, "partitions": [_partition(node, name, i)
                                          for i in t.partition_indexes]}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "topics": [_topic(broker, t) for t in body.topics]}
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "topics": [_topic(node, t) for t in body.topics]}

@@ -34,7 +34,7 @@ from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchCo
 from pylog.server.list_offsets import NO_EPOCH, epoch_error, log_corrupt_read
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices
 
 API_KEY = ApiKey.FETCH
 # v4: record batches and last_stable_offset; v13+ name topics by id only.
@@ -84,25 +84,27 @@ class Found(NamedTuple):
     errors: bool  # any partition answered with an error (for the metrics)
 
 
-def _read(broker: Broker, request: Request) -> Found:
+def _read(node: NodeServices, request: Request) -> Found:
     """Each partition's answer, and what decides whether the fetch waits."""
-    remaining = min(request.max_bytes, broker.fetch_max_bytes)
+    remaining = min(request.max_bytes, node.fetch_max_bytes)
     committed = request.isolation_level == READ_COMMITTED
     aborted = [] if committed else None
     min_one = True  # KIP-74 (v3+): the first batch found goes whole
     total = readable = 0
     complete = errors = known = False
     out = []
-    get_log = broker.logs.get_log
+    leader_log = node.replicas.leader_log
     for topic, partitions in request.topics:
         parts = []
         for index, offset, partition_max_bytes, leader_epoch in partitions:
-            log = get_log(topic, index)
-            if log is None:
+            log = leader_log(topic, index)
+            if type(log) is int:
+                parts.append(_error(index, log))
+                errors = True
+                if log != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    known = complete = True  # led elsewhere: an error read, answered now
                 # Kafka sets partitions missing from its metadata aside before
                 # the read: the others still wait.
-                parts.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                errors = True
                 continue
             known = True
             if leader_epoch != NO_EPOCH and leader_epoch != log.leader_epoch:
@@ -161,7 +163,7 @@ def _read(broker: Broker, request: Request) -> Found:
             if committed and records:
                 # The aborted transactions the records may hold (Kafka's
                 # transaction index), for the consumer to drop.
-                state = broker.producer_state(topic, index)
+                state = node.replicas.producer_state(topic, index)
                 if state is not None and state.aborted:
                     skip = state.aborted_between(offset, lso)
             parts.append((index, 0, hw, lso, log.log_start_offset, skip, records))
@@ -171,13 +173,13 @@ def _read(broker: Broker, request: Request) -> Found:
     return Found(out, total, readable, complete or not known, errors)
 
 
-def handle_frame(broker: Broker, frame: bytearray) -> Any:
+def handle_frame(node: NodeServices, frame: bytearray) -> Any:
     """Answer a Fetch request frame (v4-12): the framed response, or an
     awaitable of it for a fetch that parks or reads cold data.  Malformed
     frames raise ProtocolError (the router closes the connection)."""
     request = Request(*decode_fetch_request(frame))
     asked = request.topics  # as the request names them, for an error response
-    quotas = broker.quotas
+    quotas = node.quotas
     if quotas.request.enabled:
         request = request._replace(started_ns=time.perf_counter_ns())
     if quotas.fetch.enabled:
@@ -189,7 +191,7 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
                                        min_bytes=min(request.min_bytes, int(cap)))
     if request.session_id != INVALID_SESSION_ID or request.session_epoch != FINAL_EPOCH:
         # v7+ and a fetch session (KIP-227): opened, used or closed.
-        context = broker.fetch_sessions.context(request.session_id, request.session_epoch,
+        context = node.fetch_sessions.context(request.session_id, request.session_epoch,
                                                 request.topics, request.forgotten)
         if context.error:
             return encode_fetch_response(request.version, request.correlation_id,
@@ -199,19 +201,19 @@ def handle_frame(broker: Broker, frame: bytearray) -> Any:
         else:
             request = request._replace(session=context)
     if request.isolation_level & ~READ_COMMITTED:  # neither 0 nor 1 (an int8)
-        refused = _unknown_isolation_level(broker, request, asked)
+        refused = _unknown_isolation_level(node, request, asked)
         if refused is not None:
             return refused
     topics = request.topics
     if request.session is None or request.session.session is None:
         if len(topics) > 1 or (topics and len(topics[0][1]) > 1):
             request = request._replace(topics=_one_per_partition(topics))
-    if not _reads_cached(broker, request):
-        return _read_cold(broker, request)
-    return _respond(broker, request, _read(broker, request))
+    if not _reads_cached(node, request):
+        return _read_cold(node, request)
+    return _respond(node, request, _read(node, request))
 
 
-def _unknown_isolation_level(broker: Broker, request: Request, asked: list) -> Any:
+def _unknown_isolation_level(node: NodeServices, request: Request, asked: list) -> Any:
     """Kafka's IsolationLevel.forId throws IllegalArgumentException for a level
     other than 0 and 1.  KafkaApis.handleFetchRequest asks for the level only
     once it has a partition to read (one its metadata knows), after the fetch
@@ -220,8 +222,8 @@ def _unknown_isolation_level(broker: Broker, request: Request, asked: list) -> A
     FetchRequest.getErrorResponse: UNKNOWN_SERVER_ERROR at the top (v7+) and
     on every partition the request names, with the request's session id.
     None when no partition is known: the fetch is answered as any other."""
-    get_log = broker.logs.get_log
-    if not any(get_log(topic, p[0]) is not None
+    get = node.replicas.get
+    if not any(get(topic, p[0]) is not None
                for topic, partitions in request.topics for p in partitions):
         return None
     code = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -248,8 +250,8 @@ def _one_per_partition(topics: list) -> list:
     return out
 
 
-def _answer(broker: Broker, request: Request, found: Found) -> Any:
-    quotas = broker.quotas
+def _answer(node: NodeServices, request: Request, found: Found) -> Any:
+    quotas = node.quotas
     if quotas.fetch.enabled or request.started_ns:
         throttle = quotas.fetch.record(request.client_id, found.size) if quotas.fetch.enabled \
             else 0
@@ -257,27 +259,27 @@ def _answer(broker: Broker, request: Request, found: Found) -> Any:
             throttle = max(throttle, quotas.record_request(request.client_id,
                                                            request.started_ns))
         if throttle:
-            return Throttled(_throttled_answer(broker, request, found, throttle), throttle)
-    if broker.metrics is not None:
-        broker.metrics.fetched(found.size, found.topics, found.errors)
+            return Throttled(_throttled_answer(node, request, found, throttle), throttle)
+    if node.metrics is not None:
+        node.metrics.fetched(found.size, found.topics, found.errors)
     if request.session is None:
         return encode_fetch_response(request.version, request.correlation_id, 0,
                                      INVALID_SESSION_ID, found.topics)
-    error, session_id, topics = broker.fetch_sessions.respond(request.session, request.topics,
+    error, session_id, topics = node.fetch_sessions.respond(request.session, request.topics,
                                                                found.topics)
     return encode_fetch_response(request.version, request.correlation_id, error, session_id,
                                  topics)
 
 
-def _throttled_answer(broker: Broker, request: Request, found: Found, throttle: int) -> bytes:
+def _throttled_answer(node: NodeServices, request: Request, found: Found, throttle: int) -> bytes:
     """KafkaApis for a client over its fetch or request quota: an empty
     response carrying the throttle time, its bytes taken back from the
     fetch quota, the session's partitions left as they were (the next fetch
     finds the same data)."""
-    if broker.quotas.fetch.enabled:
-        broker.quotas.fetch.unrecord(request.client_id, found.size)
-    if broker.metrics is not None:
-        broker.metrics.fetched(0, [], False)
+    if node.quotas.fetch.enabled:
+        node.quotas.fetch.unrecord(request.client_id, found.size)
+    if node.metrics is not None:
+        node.metrics.fetched(0, [], False)
     context = request.session
     session_id = (context.session.id if context is not None and context.session is not None
                   else INVALID_SESSION_ID)
@@ -291,61 +293,61 @@ def _ready(request: Request, found: Found) -> bool:
     return found.readable >= request.min_bytes or found.complete
 
 
-def _respond(broker: Broker, request: Request, found: Found) -> Any:
+def _respond(node: NodeServices, request: Request, found: Found) -> Any:
     """The response when the first read is enough, else park the fetch."""
     if (_ready(request, found) or request.max_wait_ms <= 0 or not request.topics
-            or broker.stopping):  # shutting down: answer, do not park
-        return _answer(broker, request, found)
-    return _park(broker, request)
+            or node.stopping):  # shutting down: answer, do not park
+        return _answer(node, request, found)
+    return _park(node, request)
 
 
-def _reads_cached(broker: Broker, request: Request) -> bool:
+def _reads_cached(node: NodeServices, request: Request) -> bool:
     """Whether every partition's read finds its pages in the page cache.
 
     A read walks batch headers through the segment's mapping; on cold data
     (a consumer catching up from old segments, after a restart) each header
     is a disk read that would stall every connection of the node.
     """
-    get_log = broker.logs.get_log
+    leader_log = node.replicas.leader_log
     limit = request.max_bytes
     for topic, partitions in request.topics:
         for index, offset, partition_max_bytes, _ in partitions:
-            log = get_log(topic, index)
-            if log is not None and not log.read_is_cached(offset,
+            log = leader_log(topic, index)
+            if type(log) is not int and not log.read_is_cached(offset,
                                                           min(partition_max_bytes, limit)):
                 return False
     return True
 
 
-async def _read_cold(broker: Broker, request: Request) -> Any:
+async def _read_cold(node: NodeServices, request: Request) -> Any:
     """The same fetch with the reads in a worker thread (they fault the pages
     in, so the sendfile that follows finds them cached)."""
     loop = asyncio.get_running_loop()
-    found = await loop.run_in_executor(broker.executor, _read, broker, request)
+    found = await loop.run_in_executor(node.executor, _read, node, request)
     if request.started_ns:  # the request quota counts the loop's time, not the wait
         request = request._replace(started_ns=time.perf_counter_ns())
-    result = _respond(broker, request, found)
+    result = _respond(node, request, found)
     return await result if asyncio.iscoroutine(result) else result
 
 
-async def _park(broker: Broker, request: Request) -> Any:
+async def _park(node: NodeServices, request: Request) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000
     keys = [(topic, p[0]) for topic, partitions in request.topics for p in partitions]
     while True:
         woken = loop.create_future()
         timer = loop.call_at(deadline, _wake, woken)
-        broker.add_waiter(keys, woken)
+        node.replicas.add_waiter(keys, woken)
         try:
             await woken
         finally:
             timer.cancel()
-            broker.remove_waiter(keys, woken)
+            node.replicas.remove_waiter(keys, woken)
         if request.started_ns:  # the request quota counts the loop's time, not the wait
             request = request._replace(started_ns=time.perf_counter_ns())
-        found = _read(broker, request)
-        if _ready(request, found) or loop.time() >= deadline or broker.stopping:
-            return _answer(broker, request, found)
+        found = _read(node, request)
+        if _ready(request, found) or loop.time() >= deadline or node.stopping:
+            return _answer(node, request, found)
 
 
 def _wake(fut: asyncio.Future) -> None:

@@ -32,7 +32,7 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.producer_state import max_timestamp, producer_batch
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices
 
 API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
@@ -63,18 +63,19 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
     return (index, code, -1, -1, -1, message)
 
 
-def _append(broker: Broker, topic: str, index: int, records: Any,
+def _append(node: NodeServices, topic: str, index: int, records: Any,
             acks: int, version: int, transactional_id: str | None) -> PartitionResponse:
     if topic in INTERNAL_TOPICS:
         # What a client writes there is read back by the group coordinator at
         # start: a malformed record would stop the node from starting.
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                       f"Cannot append to internal topic {topic}")
-    log = broker.logs.get_log(topic, index)
-    if log is None:
-        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                      "This server does not host this topic-partition.")
-    failures = broker.logs.failures
+    log = node.replicas.leader_log(topic, index)
+    if type(log) is int:
+        return _error(index, log, "This server does not host this topic-partition."
+                      if log == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                      else "This server is not the leader for that topic-partition.")
+    failures = node.logs.failures
     if failures.offline:  # the node halts: see pylog.log.dir_failure
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR,
                       f"Log dir {failures.log_dir} is offline")
@@ -118,10 +119,10 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
             # KafkaApis.handleProduceRequest: transactional records need a
             # transactional id the client may write as (no authorizer here).
             return _error(index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        if broker.verify_txn_partitions:
+        if node.verify_txn_partitions:
             # Kafka 3.6's verification (KIP-890): the partition must be in the
             # producer's open transaction, asked of the local coordinator.
-            code = broker.txns.verify(transactional_id, batch.producer_id, batch.epoch,
+            code = node.txns.verify(transactional_id, batch.producer_id, batch.epoch,
                                       topic, index)
             if code:
                 return _error(index, code, f"Producer {batch.producer_id} with epoch "
@@ -130,7 +131,7 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
                               f"{transactional_id!r}" if code == ErrorCode.INVALID_TXN_STATE
                               else None)
     if batch is not None:
-        producers = broker.producers_of(topic, index)
+        producers = node.replicas.producers_of(topic, index)
         verdict = producers.check(batch, transactional)
         if verdict is not None:
             if type(verdict) is tuple:  # a retry of a batch already written
@@ -170,20 +171,20 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
                          transactional)
         if transactional:  # the last stable offset stays at the transaction's start
             log.first_unstable_offset = producers.first_unstable_offset()
-    metrics = broker.metrics
+    metrics = node.metrics
     if metrics is not None:  # per batch, never per record
         metrics.bytes_in += len(records)
         metrics.messages_in += result.last_offset - result.base_offset + 1
-    broker.notify_append(topic, index)
+    node.replicas.notify_append(topic, index)
     return (index, 0, result.base_offset, result.log_append_time, log.log_start_offset, None)
 
 
-def handle_frame(broker: Broker, frame: bytearray) -> bytes | Throttled | None:
+def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | None:
     """Answer a Produce request frame (v3-11): the framed response, or None for
     acks=0; wrapped in Throttled when the client is over a quota.  Malformed
     frames raise ProtocolError (the router closes the connection, as for any
     request that does not decode)."""
-    quotas = broker.quotas
+    quotas = node.quotas
     started = time.perf_counter_ns() if quotas.request.enabled else 0
     size = len(frame)  # the request's bytes, what producer_byte_rate counts
     version, correlation_id, client_id, transactional_id, acks, _, topics = (
@@ -192,11 +193,11 @@ def handle_frame(broker: Broker, frame: bytearray) -> bytes | Throttled | None:
         responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
                              for index, _ in parts]) for name, parts in topics]
     else:
-        responses = [(name, [_append(broker, name, index, records, acks, version,
+        responses = [(name, [_append(node, name, index, records, acks, version,
                                      transactional_id)
                              for index, records in parts]) for name, parts in topics]
-    if broker.metrics is not None:
-        broker.metrics.produced(responses, topics)
+    if node.metrics is not None:
+        node.metrics.produced(responses, topics)
     throttle = 0
     if quotas.produce.enabled:
         throttle = quotas.produce.record(client_id, size)

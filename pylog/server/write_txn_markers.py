@@ -34,7 +34,7 @@ from pylog.log.errors import LogClosedError
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (0, 1)
 
 
-def _write(broker: Broker, topic: str, partition: int, marker: Any) -> int:
-    if broker.topics.get(topic) is None:
+def _write(node: NodeServices, topic: str, partition: int, marker: Any) -> int:
+    if node.topics.get(topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if marker.coordinator_epoch > COORDINATOR_EPOCH:
         log.warning("WriteTxnMarkers for producer %d in %s-%d refused: coordinator epoch %d "
@@ -51,18 +51,19 @@ def _write(broker: Broker, topic: str, partition: int, marker: Any) -> int:
                     partition, marker.coordinator_epoch, COORDINATOR_EPOCH)
         return ErrorCode.INVALID_REQUEST
     try:
-        error = broker.write_marker(topic, partition, marker.producer_id, marker.producer_epoch,
-                                    marker.transaction_result, marker.coordinator_epoch)
+        error = node.replicas.write_marker(topic, partition, marker.producer_id,
+                                           marker.producer_epoch, marker.transaction_result,
+                                           marker.coordinator_epoch)
     except (OSError, LogClosedError):  # the dir went offline, or the node is stopping
         return ErrorCode.KAFKA_STORAGE_ERROR
     return ErrorCode.NONE if error is None else error
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     return {"markers": [
         {"producer_id": m.producer_id, "topics": [
             {"name": t.name, "partitions": [
-                {"partition_index": p, "error_code": _write(broker, t.name, p, m)}
+                {"partition_index": p, "error_code": _write(node, t.name, p, m)}
                 for p in t.partition_indexes]}
             for t in m.topics]}
         for m in body.markers]}

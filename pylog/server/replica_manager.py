@@ -1,0 +1,349 @@
+"""The partitions this node holds a replica of (Kafka's ``ReplicaManager``).
+
+Owns the :class:`~pylog.server.partition.Partition` objects over the log
+manager's logs: which partitions this node leads, each one's producer state
+(loaded at start, snapshotted as Kafka's ``ProducerStateManager`` does), the
+fetches parked on each, and the transaction markers written into them.  The
+produce, fetch and transaction paths reach a partition through here; the
+controller's LeaderAndIsr and StopReplica change them through here.
+
+Threads: partitions and producer state are changed on the event loop only
+(the appends happen there too, so a producer snapshot taken on the loop
+matches its offset); snapshot files are written by one thread of their own,
+in the order they were taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.protocol import ErrorCode
+from pylog.records.markers import marker_batch
+from pylog.server import producer_state
+from pylog.server.partition import Partition
+from pylog.server.producer_state import PartitionProducers, ProducerBatch
+
+if TYPE_CHECKING:
+    from pylog.log import LogManager
+    from pylog.log.log import Log
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+_UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+# (partition, producer id, producer epoch, commit, coordinator epoch)
+OffsetsMarker = Callable[[int, int, int, bool, int], None]
+
+
+class ReplicaManager:
+    def __init__(self, logs: LogManager, node_id: int,
+                 producer_id_expiration_ms: Callable[[], int]) -> None:
+        self.logs = logs
+        self.node_id = node_id
+        # Read on each use: producer.id.expiration.ms is a dynamic config.
+        self._expiration_ms = producer_id_expiration_ms
+        self._partitions: dict[TopicPartition, Partition] = {}
+        # A marker for __consumer_offsets is the group coordinator's to write
+        # (its pending transactional offsets complete with it): set by the node.
+        self.offsets_marker: OffsetsMarker | None = None
+        # Producer snapshot files: one thread, so they are written (and older
+        # ones pruned) in the order they were taken.
+        self.snapshot_executor = ThreadPoolExecutor(max_workers=1,
+                                                    thread_name_prefix="pylog-snapshot")
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        now_ms = time.time_ns() // 1_000_000
+        for tp, lg in self.logs.logs().items():
+            # After the log recovery: snapshot + replay of the tail, less the
+            # producers already expired (Kafka's loadFromSnapshot skips them;
+            # the next snapshot of the partition leaves them out).
+            part = self._partition(tp, lg)
+            state = producer_state.load(lg)
+            if state is not None:
+                state.remove_expired(now_ms, self._expiration_ms())
+                if state.producers or state.aborted:
+                    part.producers = state
+                lg.first_unstable_offset = state.first_unstable_offset()
+
+    # -- partitions ----------------------------------------------------------
+
+    def _partition(self, tp: TopicPartition, lg: Log) -> Partition:
+        part = self._partitions[tp] = Partition(tp[0], tp[1], self.node_id, lg)
+        return part
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        """The partition, if this node holds a replica of it (a log made
+        since the last call, by topic creation, is picked up here)."""
+        found = self._partitions.get((topic, index))
+        if found is not None and found.log is not None and not found.log.closed:
+            return found
+        lg = self.logs.get_log(topic, index)
+        if lg is None:
+            if found is not None:  # its log went (deleted)
+                del self._partitions[(topic, index)]
+            return None
+        if found is not None and found.log is not lg:  # re-created: a new partition
+            found.notify()
+        return self._partition((topic, index), lg)
+
+    def partitions(self) -> list[Partition]:
+        """Every partition with a local log."""
+        for tp in self.logs.logs():
+            self.get(*tp)
+        return [p for p in self._partitions.values() if p.log is not None]
+
+    def leader_log(self, topic: str, index: int) -> Log | int:
+        """The log of a partition this node leads, else the error code to
+        answer (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER), a plain
+        int: callers on the produce and fetch paths test ``type(x) is int``."""
+        part = self._partitions.get((topic, index)) or self.get(topic, index)
+        if part is None:
+            return _UNKNOWN
+        if not part.is_leader:
+            return part.not_leader_error()
+        return part.log  # type: ignore[return-value]
+
+    def remove_topic(self, name: str, partitions: int) -> None:
+        """A deleted topic's partitions: forgotten, their parked fetches woken
+        (they re-read and see it gone)."""
+        for p in range(partitions):
+            part = self._partitions.pop((name, p), None)
+            if part is not None:
+                part.log = None
+                part.notify()
+
+    # -- producer state --------------------------------------------------------
+
+    def producer_state(self, topic: str, index: int) -> PartitionProducers | None:
+        """The producer state of a partition, read-only (None: no producer)."""
+        part = self._partitions.get((topic, index))
+        return part.producers if part is not None else None
+
+    def producers_of(self, topic: str, index: int) -> PartitionProducers:
+        part = self._partitions.get((topic, index)) or self.get(topic, index)
+        if part is None:
+            raise KeyError(f"{topic}-{index} has no replica here")
+        found = part.producers
+        if found is None:
+            found = part.producers = PartitionProducers()
+        return found
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool, coordinator_epoch: int = 0) -> ErrorCode | None:
+        """A transaction's COMMIT or ABORT marker into one of its partitions
+        (WriteTxnMarkers: from the coordinator, local, or from an admin
+        aborting a hanging transaction): the producer's transaction there
+        ends, the last stable offset moves, parked fetches wake.  The error
+        when it is refused (no such partition, not the leader, a fenced
+        epoch); an append the disk refuses takes the dir offline and raises."""
+        found = self.leader_log(topic, partition)
+        if isinstance(found, int):
+            return ErrorCode(found)  # deleted since, or led elsewhere now
+        lg = found
+        state = self.producers_of(topic, partition)
+        error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if error is not None:
+            log.warning("no %s marker for producer %d epoch %d in %s-%d: %s",
+                        "COMMIT" if commit else "ABORT", producer_id, producer_epoch, topic,
+                        partition, error.name)
+            return error
+        if topic == OFFSETS_TOPIC and self.offsets_marker is not None:
+            # Its producer state follows (offsets_txn_written).
+            self.offsets_marker(partition, producer_id, producer_epoch, commit,
+                                coordinator_epoch)
+            return None
+        now = time.time_ns() // 1_000_000
+        try:
+            result = lg.append(marker_batch(producer_id, producer_epoch, commit,
+                                            coordinator_epoch, now))
+        except OSError as exc:  # as a produce append: the dir goes offline
+            self.logs.failures.fail(f"Error while appending a transaction marker to "
+                                    f"{topic}-{partition} in dir {self.logs.dir}", exc)
+            raise
+        state.record_marker(producer_id, producer_epoch, result.base_offset, commit,
+                            coordinator_epoch, now)
+        lg.first_unstable_offset = state.first_unstable_offset()
+        self.notify_append(topic, partition)
+        return None
+
+    def offsets_txn_written(self, partition: int, producer_id: int, producer_epoch: int,
+                            offset: int, commit: bool | None,
+                            coordinator_epoch: int = 0) -> None:
+        """The group coordinator wrote a TxnOffsetCommit batch (``commit``
+        None) or a marker into ``__consumer_offsets``-``partition``: its
+        producer state and last stable offset follow, as a produced
+        partition's do (what a restart's replay of the log rebuilds)."""
+        state = self.producers_of(OFFSETS_TOPIC, partition)
+        now = time.time_ns() // 1_000_000
+        if commit is None:  # the coordinator's own batch: no sequence (-1)
+            state.record(ProducerBatch(producer_id, producer_epoch, -1, -1), offset, -1, now,
+                         transactional=True)
+        else:
+            state.record_marker(producer_id, producer_epoch, offset, commit,
+                                coordinator_epoch, now)
+        lg = self.logs.get_log(OFFSETS_TOPIC, partition)
+        if lg is not None:
+            lg.first_unstable_offset = state.first_unstable_offset()
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Kafka's ``UnifiedLog.removeExpiredProducers`` on every partition (on
+        the loop thread, the only one touching producer state): forget the
+        producers idle for ``producer.id.expiration.ms``, drop the state of
+        partitions left with none, and snapshot the partitions that changed
+        at their log end now, so a restart does not bring the forgotten
+        producers back.  Returns how many producers were forgotten."""
+        if now_ms is None:
+            now_ms = time.time_ns() // 1_000_000
+        expiration_ms = self._expiration_ms()
+        removed = 0
+        jobs = []
+        for part in list(self._partitions.values()):
+            state = part.producers
+            if state is None:
+                continue
+            n = state.remove_expired(now_ms, expiration_ms)
+            if not n:
+                continue
+            removed += n
+            if not state.producers and not state.aborted:
+                part.producers = None
+            part.snapshot_at = None  # changed: the next snapshot writes it
+            lg = part.log
+            if lg is not None and not lg.closed and not self.stopping:
+                jobs.append(self._snapshot_job(part, lg, lg.log_end_offset))
+        if jobs:
+            self.snapshot_executor.submit(self._write_snapshots, jobs)
+        if removed:
+            log.info("expired %d producer id(s) idle for %d ms or more", removed,
+                     expiration_ms)
+        return removed
+
+    # -- parked fetches --------------------------------------------------------
+
+    def add_waiter(self, keys: Iterable[TopicPartition], fut: asyncio.Future) -> None:
+        """Park a fetch on these partitions (those with no replica here are
+        skipped: nothing will be appended to them)."""
+        for topic, index in keys:
+            part = self._partitions.get((topic, index)) or self.get(topic, index)
+            if part is not None:
+                part.waiters.add(fut)
+
+    def remove_waiter(self, keys: Iterable[TopicPartition], fut: asyncio.Future) -> None:
+        for key in keys:
+            part = self._partitions.get(key)
+            if part is not None:
+                part.waiters.discard(fut)
+
+    def notify_append(self, topic: str, partition: int) -> None:
+        """Wake the fetches parked on a partition (new data, or it went away)."""
+        part = self._partitions.get((topic, partition))
+        if part is not None and part.waiters:
+            part.notify()
+
+    def wake_all(self) -> None:
+        """Every parked fetch answers now (shutdown)."""
+        for part in list(self._partitions.values()):
+            part.notify()
+
+    # -- producer snapshots ----------------------------------------------------
+
+    def start(self) -> None:
+        """On the event loop: rolls snapshot producer state (Kafka's
+        UnifiedLog.roll), jobs and the shutdown snapshot hand over to it."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.logs.set_roll_listener(self._on_roll)
+
+    def _snapshot_job(self, part: Partition, lg: Log, offset: int) -> Callable[[], None]:
+        """The producer state of ``part`` as of ``offset``, copied now (on the
+        loop thread: the only writer of producer state and of appends, so
+        state and offset agree); the returned job only writes the file."""
+        part.snapshot_at = offset
+        state = part.producers or PartitionProducers()
+        state.trim_aborted(lg.log_start_offset)  # retention took those transactions
+        data = state.to_json(offset)  # a frozen copy: fresh dicts and lists
+        tp = (part.topic, part.index)
+        return lambda: self._write_snapshot(tp, lg, data, offset)
+
+    def snapshot_jobs(self) -> list[Callable[[], None]]:
+        """Producer snapshots due (the periodic ones and the last at shutdown):
+        the partitions whose log end moved since their last snapshot."""
+        jobs = []
+        for part in self.partitions():
+            lg = part.log
+            if lg is not None and part.snapshot_at != lg.log_end_offset:
+                jobs.append(self._snapshot_job(part, lg, lg.log_end_offset))
+        return jobs
+
+    def _on_roll(self, lg: Log, base_offset: int) -> None:
+        """A segment rolled (called under the log's lock): snapshot the
+        producer state at the new segment's base, as Kafka's roll does, so a
+        restart replays at most the active segment.  On the loop thread (an
+        append rolled) the state is exactly that of ``base_offset``: every
+        batch below it was recorded, the one being appended is not yet.  A
+        roll on another thread (retention rolling an expired active segment)
+        hands over to the loop, which snapshots at its log end then.  The file
+        is written and fsynced on the snapshot thread, never here."""
+        if threading.get_ident() == self._loop_thread:
+            part = self.get(lg.topic, lg.partition)
+            if part is not None and part.log is lg:
+                job = self._snapshot_job(part, lg, base_offset)
+                self.snapshot_executor.submit(self._write_snapshots, [job])
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._snapshot_latest, lg)
+            except RuntimeError:  # the loop closed meanwhile: shutdown snapshots all
+                pass
+
+    def _snapshot_latest(self, lg: Log) -> None:
+        part = self.get(lg.topic, lg.partition)
+        if part is None or part.log is not lg or self.stopping:
+            return
+        job = self._snapshot_job(part, lg, lg.log_end_offset)
+        self.snapshot_executor.submit(self._write_snapshots, [job])
+
+    def _write_snapshot(self, tp: TopicPartition, lg: Log, data: dict[str, Any],
+                        offset: int) -> None:
+        if self.logs.get_log(*tp) is not lg:  # deleted (or re-created) meanwhile
+            return
+        try:
+            producer_state.write_snapshot(lg, data, offset)
+        except OSError as exc:
+            if self.logs.get_log(*tp) is not lg or lg.closed:
+                raise  # it went away during the write: skipped
+            # As Kafka (takeSnapshot under maybeHandleIOException): a dir that
+            # refuses the snapshot goes offline, and with it this node.
+            self.logs.failures.fail(f"Error while writing producer snapshot for "
+                                    f"{tp[0]}-{tp[1]} in dir {self.logs.dir}", exc)
+
+    def _write_snapshots(self, jobs: list[Callable[[], None]]) -> None:
+        for job in jobs:
+            try:
+                job()
+            except (OSError, ValueError) as exc:  # e.g. the topic was deleted meanwhile
+                log.info("producer snapshot skipped: %s", exc)
+
+    async def snapshot_every(self, interval_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
+                                       self.snapshot_jobs())
+
+    async def close(self) -> None:
+        """The last producer snapshots (before the logs close: a clean start
+        then needs no replay at all)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
+                                   self.snapshot_jobs())
+        self.snapshot_executor.shutdown(wait=True)
