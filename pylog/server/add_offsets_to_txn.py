@@ -16,17 +16,17 @@ from pylog.server.add_partitions_to_txn import old_fenced
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 VERSIONS = (0, 3)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     try:
-        partition = broker.groups.store.ensure_group(body.group_id)
+        partition = node.groups.store.ensure_group(body.group_id)
     except TopicError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-    code = broker.txns.add_partitions(body.transactional_id, body.producer_id,
+    code = node.txns.add_partitions(body.transactional_id, body.producer_id,
                                       body.producer_epoch, [(OFFSETS_TOPIC, partition)])
-    return {"throttle_time_ms": 0, "error_code": old_fenced(code, header.api_version)}
+    return {"throttle_time_ms": 0, "error_code": old_fenced(code, ctx.api_version)}

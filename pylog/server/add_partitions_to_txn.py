@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 3)
@@ -29,17 +29,17 @@ def old_fenced(code: int, version: int, first_new: int = 2) -> int:
     return code
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
-    missing = {tp for tp in wanted if broker.logs.get_log(*tp) is None}
+    missing = {tp for tp in wanted if node.logs.get_log(*tp) is None}
     if missing:
         codes = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                  else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
     else:
-        code = broker.txns.add_partitions(
+        code = node.txns.add_partitions(
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
             body.v3_and_below_producer_epoch, wanted)
-        code = old_fenced(code, header.api_version)
+        code = old_fenced(code, ctx.api_version)
         codes = dict.fromkeys(wanted, code)
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, p), code in codes.items():

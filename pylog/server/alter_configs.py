@@ -20,7 +20,7 @@ from pylog.server import dynamic_configs
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = (0, 2)
@@ -32,7 +32,7 @@ def result(r: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
             "resource_name": r.resource_name}
 
 
-def refuse_other(broker: Broker, r: Any) -> dict[str, Any] | None:
+def refuse_other(node: NodeServices, r: Any) -> dict[str, Any] | None:
     """The answer for a resource that is neither a topic nor a broker (None
     for those)."""
     if r.resource_type in (TOPIC, BROKER):
@@ -46,34 +46,34 @@ def repeated(resources: list[Any]) -> set[tuple[int, str]]:
     return {key for key, n in seen.items() if n > 1}
 
 
-def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
+def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
     if r.resource_type == BROKER_LOGGER:
         return result(r, ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
                       "support the resource type BROKER_LOGGER")
-    refused = refuse_other(broker, r)
+    refused = refuse_other(node, r)
     if refused is not None:
         return refused
     try:
         if r.resource_type == BROKER:
             dynamic_configs.check_request((c.name for c in r.configs),
                                           (c.name for c in r.configs if c.value is None))
-            dynamic_configs.replace(broker, r.resource_name,
+            dynamic_configs.replace(node, r.resource_name,
                                     {c.name: c.value for c in r.configs}, validate_only)
             return result(r)
-        if broker.topics.get(r.resource_name) is None:
+        if node.topics.get(r.resource_name) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic {r.resource_name} does not exist")
-        configs = broker.topics.validate_configs({c.name: c.value for c in r.configs})
+        configs = node.topics.validate_configs({c.name: c.value for c in r.configs})
         if not validate_only:
-            broker.topics.set_configs(r.resource_name, configs)
+            node.topics.set_configs(r.resource_name, configs)
     except (TopicError, dynamic_configs.DynamicConfigError) as exc:
         return result(r, exc.code, str(exc))
     return result(r)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     twice = repeated(body.resources)
     return {"throttle_time_ms": 0, "responses": [
         result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         if (r.resource_type, r.resource_name) in twice else
-        _alter(broker, r, body.validate_only) for r in body.resources]}
+        _alter(node, r, body.validate_only) for r in body.resources]}

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 VERSIONS = (0, 0)
 _INVALID = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
-def _check(broker: Broker, name: str, p: Any) -> tuple[int, str | None]:
-    topic = broker.topics.get(name)
+def _check(node: NodeServices, name: str, p: Any) -> tuple[int, str | None]:
+    topic = node.topics.get(name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
     if not 0 <= p.partition_index < topic.partitions:
@@ -42,7 +42,7 @@ def _check(broker: Broker, name: str, p: Any) -> tuple[int, str | None]:
         return _INVALID, "The manual partition assignment includes an empty replica list."
     previous = None
     for broker_id in sorted(p.replicas):
-        if broker_id != broker.node_id:
+        if broker_id != node.node_id:
             return _INVALID, (f"The manual partition assignment includes broker {broker_id}, "
                               "but no such broker is registered.")
         if broker_id == previous:
@@ -52,14 +52,14 @@ def _check(broker: Broker, name: str, p: Any) -> tuple[int, str | None]:
     return 0, None
 
 
-def _partition(broker: Broker, name: str, p: Any) -> dict[str, Any]:
-    code, message = _check(broker, name, p)
+def _partition(node: NodeServices, name: str, p: Any) -> dict[str, Any]:
+    code, message = _check(node, name, p)
     return {"partition_index": p.partition_index, "error_code": code, "error_message": message}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     if not body.topics:
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "responses": []}
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
-        {"name": t.name, "partitions": [_partition(broker, t.name, p) for p in t.partitions]}
+        {"name": t.name, "partitions": [_partition(node, t.name, p) for p in t.partitions]}
         for t in body.topics]}

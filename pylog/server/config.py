@@ -187,6 +187,21 @@ def _ip_overrides(key: str, raw: str) -> dict[str, int]:
     return out
 
 
+def _zk_connect(key: str, raw: str) -> str:
+    """zookeeper.connect: host:port[,host:port...][/chroot]."""
+    value = raw.strip()
+    hosts, slash, chroot = value.partition("/")
+    for item in hosts.split(","):
+        host, colon, port = item.strip().rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ConfigError(f"invalid value {raw!r} for configuration {key}: expected "
+                              "host:port[,host:port...][/chroot]")
+    if slash and (not chroot or chroot.endswith("/") or "//" in chroot):
+        raise ConfigError(f"invalid value {raw!r} for configuration {key}: bad chroot path "
+                          f"/{chroot}")
+    return value
+
+
 _LONG = _int()
 _POS = _int(1)
 _NONNEG = _int(0)
@@ -209,7 +224,7 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.dirs": (_dirs, "./pylog-data"),
     "log.dir": (_dirs, None),
     "num.partitions": (_int(1, INT_MAX), "1"),
-    "default.replication.factor": (_int(1, 1), "1"),
+    "default.replication.factor": (_int(1, 32767), "1"),
     "auto.create.topics.enable": (_bool, "true"),
     "delete.topic.enable": (_bool, "true"),
     "message.max.bytes": (_int(0, INT_MAX), "1048588"),
@@ -313,20 +328,49 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.initial.rebalance.delay.ms": (_int(0, INT_MAX), "3000"),
     "group.min.session.timeout.ms": (_int(0, INT_MAX), "6000"),
     "group.max.session.timeout.ms": (_int(0, INT_MAX), "1800000"),
+    # A cluster (DESIGN.md section 1): metadata in ZooKeeper, Kafka's names and
+    # defaults.  Unset zookeeper.connect: the embedded single node.
+    "zookeeper.connect": (_zk_connect, None),
+    "zookeeper.session.timeout.ms": (_int(1, INT_MAX), "18000"),
+    "zookeeper.connection.timeout.ms": (_int(1, INT_MAX), None),  # unset: the session's
+    "zookeeper.max.in.flight.requests": (_int(1, INT_MAX), "10"),
+    "broker.id.generation.enable": (_bool, "true"),
+    "reserved.broker.max.id": (_int(0, INT_MAX), "1000"),
+    "broker.rack": (_str, None),
+    "security.inter.broker.protocol": (_choice(*SECURITY_PROTOCOLS), "PLAINTEXT"),
+    "controller.socket.timeout.ms": (_int(1, INT_MAX), "30000"),
+    "controlled.shutdown.enable": (_bool, "true"),
+    "controlled.shutdown.max.retries": (_int(0, INT_MAX), "3"),
+    "controlled.shutdown.retry.backoff.ms": (_NONNEG, "5000"),
+    "offsets.topic.replication.factor": (_int(1, 32767), "3"),
+    "transaction.state.log.replication.factor": (_int(1, 32767), "3"),
+    "transaction.state.log.min.isr": (_int(1, INT_MAX), "2"),
+    # Replication (pylog.server.replica_fetcher), Kafka's names and defaults.
+    "num.replica.fetchers": (_int(1, INT_MAX), "1"),
+    "replica.lag.time.max.ms": (_LONG, "30000"),
+    "replica.fetch.max.bytes": (_int(0, INT_MAX), "1048576"),
+    "replica.fetch.min.bytes": (_int(1, INT_MAX), "1"),
+    "replica.fetch.wait.max.ms": (_int(0, INT_MAX), "500"),
+    "replica.fetch.backoff.ms": (_int(0, INT_MAX), "1000"),
+    "replica.fetch.response.max.bytes": (_int(0, INT_MAX), "10485760"),
+    "replica.socket.timeout.ms": (_int(1, INT_MAX), "30000"),
+    "replica.high.watermark.checkpoint.interval.ms": (_POS, "5000"),
+    "unclean.leader.election.enable": (_bool, "false"),
+    "auto.leader.rebalance.enable": (_bool, "true"),
+    "leader.imbalance.per.broker.percentage": (_int(0, 100), "10"),
+    "leader.imbalance.check.interval.seconds": (_int(1, INT_MAX), "300"),
+    "leader.replication.throttled.rate": (_int(0), str(LONG_MAX)),
+    "follower.replication.throttled.rate": (_int(0), str(LONG_MAX)),
 }
 
 # Kafka settings with no effect on a single pylog node; accepted so that a stock
 # server.properties loads.  (Replication comes later.)
 IGNORED = frozenset({
     "num.network.threads", "num.io.threads", "num.recovery.threads.per.data.dir",
-    "num.replica.fetchers", "background.threads", "offsets.topic.replication.factor",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
-    "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "background.threads",
     "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr", "broker.rack", "replica.lag.time.max.ms",
-    "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+    "share.coordinator.state.topic.min.isr",
     "metadata.log.dir",
 })
 

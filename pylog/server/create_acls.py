@@ -14,13 +14,13 @@ from pylog.protocol import ApiKey
 from pylog.server.acls import NO_AUTHORIZER, SECURITY_DISABLED, refuse_unknown
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.CREATE_ACLS
 VERSIONS = (0, 3)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     refuse_unknown("CreatableAcls", [code for c in body.creations for code in (
         c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)])
     return {"throttle_time_ms": 0, "results": [

@@ -9,15 +9,15 @@ from pylog.server.create_topics import MAX_PARTITIONS_PER_REQUEST
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
 
 
-def _grow(broker: Broker, t: Any, validate_only: bool, budget: int) -> int:
+def _grow(node: NodeServices, t: Any, validate_only: bool, budget: int) -> int:
     """Grow (or just check) one topic; the number of partitions it adds."""
-    topic = broker.topics.get(t.name)
+    topic = node.topics.get(t.name)
     if topic is None:
         raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{t.name}' does not exist.")
@@ -35,9 +35,9 @@ def _grow(broker: Broker, t: Any, validate_only: bool, budget: int) -> int:
                              f"{t.count - topic.partitions} but {len(t.assignments)} "
                              "assignments provided.")
         for a in t.assignments:
-            if list(a.broker_ids) != [broker.node_id]:
+            if list(a.broker_ids) != [node.node_id]:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"only node {broker.node_id} exists")
+                                 f"only node {node.node_id} exists")
     added = t.count - topic.partitions
     if added > budget:
         # Kafka's controller bounds the records one request may write
@@ -47,11 +47,11 @@ def _grow(broker: Broker, t: Any, validate_only: bool, budget: int) -> int:
         raise TopicError(ErrorCode.POLICY_VIOLATION,
                          "Excessively large number of partitions per request.")
     if not validate_only:
-        broker.topics.add_partitions(t.name, t.count)
+        node.topics.add_partitions(t.name, t.count)
     return added
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     results = []
     # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
     # and is not grown at all.
@@ -65,7 +65,7 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
         if t.name in duplicates:
             continue
         try:
-            budget -= _grow(broker, t, body.validate_only, budget)
+            budget -= _grow(node, t, body.validate_only, budget)
         except TopicError as exc:
             results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc)})
             continue

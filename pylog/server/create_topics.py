@@ -9,7 +9,7 @@ from pylog.server import topic_configs
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = (0, 7)
@@ -20,42 +20,42 @@ _CREATED_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive"
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
-def _create(broker: Broker, t: Any, validate_only: bool) -> dict[str, Any]:
+def _create(node: NodeServices, t: Any, validate_only: bool) -> dict[str, Any]:
     partitions, rf = t.num_partitions, t.replication_factor
     if t.assignments:
         if partitions != -1 or rf != -1:
             raise TopicError(ErrorCode.INVALID_REQUEST, "Both numPartitions or "
                              "replicationFactor and replicasAssignments were set.")
         for a in t.assignments:
-            if list(a.broker_ids) != [broker.node_id]:
+            if list(a.broker_ids) != [node.node_id]:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"only node {broker.node_id} exists")
+                                 f"only node {node.node_id} exists")
         if sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
         partitions, rf = len(t.assignments), 1
     if partitions == -1:
-        partitions = broker.config["num.partitions"]
+        partitions = node.config["num.partitions"]
     if rf == -1:
-        rf = broker.config["default.replication.factor"]
+        rf = node.config["default.replication.factor"]
     if rf != 1:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Replication factor: {rf} larger than available brokers: 1.")
     raw = {c.name: c.value for c in t.configs}
-    broker.topics.check_create(t.name, partitions, raw)  # name, existence, count, configs
-    configs = broker.topics.validate_configs(raw)
+    node.topics.check_create(t.name, partitions, raw)  # name, existence, count, configs
+    configs = node.topics.validate_configs(raw)
     if not validate_only:
-        topic = broker.topics.create(t.name, partitions, configs)
+        topic = node.topics.create(t.name, partitions, configs)
         topic_id = topic.topic_id
     else:
         topic_id = None
     return {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
             "num_partitions": partitions, "replication_factor": 1,
             "configs": [{k: c[k] for k in _CREATED_FIELDS}
-                        for c in topic_configs.describe(configs, broker.config)]}
+                        for c in topic_configs.describe(configs, node.config)]}
 
 
-def _requested_partitions(broker: Broker, topics: list[Any]) -> int:
+def _requested_partitions(node: NodeServices, topics: list[Any]) -> int:
     """Kafka's validateTotalNumberOfPartitions: the default count for -1, the
     assignments' count when given, nothing for a count that is not positive."""
     total = 0
@@ -63,7 +63,7 @@ def _requested_partitions(broker: Broker, topics: list[Any]) -> int:
         if t.assignments:
             total += len(t.assignments)
         elif t.num_partitions == -1:
-            total += broker.config["num.partitions"]
+            total += node.config["num.partitions"]
         elif t.num_partitions > 0:
             total += t.num_partitions
     return total
@@ -76,14 +76,14 @@ def _refuse_all(body: Any, code: int, message: str) -> dict[str, Any]:
         for t in body.topics]}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     results = []
     # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
     # and is not created at all.
     names = [t.name for t in body.topics]
     duplicates = {n for n in names if names.count(n) > 1}
     unique = [t for t in body.topics if t.name not in duplicates]
-    if _requested_partitions(broker, unique) > MAX_PARTITIONS_PER_REQUEST:
+    if _requested_partitions(node, unique) > MAX_PARTITIONS_PER_REQUEST:
         return _refuse_all(body, ErrorCode.POLICY_VIOLATION,
                            "Excessively large number of partitions per request.")
     for name in dict.fromkeys(n for n in names if n in duplicates):
@@ -91,7 +91,7 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
                         "error_message": "Duplicate topic name.", "configs": None})
     for t in unique:
         try:
-            results.append(_create(broker, t, body.validate_only))
+            results.append(_create(node, t, body.validate_only))
         except TopicError as exc:
             results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc),
                             "configs": None})

@@ -19,7 +19,7 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.produce import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DELETE_RECORDS
 VERSIONS = (0, 2)
@@ -30,9 +30,9 @@ def _refused(index: int, code: int) -> dict[str, Any]:
     return {"partition_index": index, "low_watermark": -1, "error_code": code}
 
 
-def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
+def _partition(node: NodeServices, topic: str, p: Any) -> dict[str, Any]:
     index = p.partition_index
-    log = broker.logs.get_log(topic, index)
+    log = node.logs.get_log(topic, index)
     if log is None:
         return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if topic in INTERNAL_TOPICS:  # ReplicaManager.deleteRecordsOnLocalLog
@@ -49,8 +49,8 @@ def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
     return {"partition_index": index, "low_watermark": low, "error_code": 0}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    topics = [{"name": t.name, "partitions": [_partition(broker, t.name, p)
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    topics = [{"name": t.name, "partitions": [_partition(node, t.name, p)
                                               for p in t.partitions]} for t in body.topics]
-    broker.logs.checkpoint_log_start_offsets()
+    node.logs.checkpoint_log_start_offsets()
     return {"throttle_time_ms": 0, "topics": topics}

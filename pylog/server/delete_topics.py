@@ -16,7 +16,7 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.topics import Topic, TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = (0, 6)
@@ -36,15 +36,15 @@ def _invalid(name: str | None, topic_id: uuid.UUID, message: str) -> dict[str, A
     return _row(name, topic_id, ErrorCode.INVALID_REQUEST, message)
 
 
-def _delete(broker: Broker, name: str, topic_id: uuid.UUID) -> dict[str, Any]:
+def _delete(node: NodeServices, name: str, topic_id: uuid.UUID) -> dict[str, Any]:
     try:
-        topic = broker.delete_topic(name)
+        topic = node.delete_topic(name)
     except TopicError as exc:
         return _row(name, topic_id, exc.code, str(exc))
     return _row(name, topic.topic_id, 0, None)
 
 
-def _by_id(broker: Broker, topic_id: uuid.UUID, ids: Counter, names: Counter,
+def _by_id(node: NodeServices, topic_id: uuid.UUID, ids: Counter, names: Counter,
            found: Topic | None) -> dict[str, Any] | None:
     if ids[topic_id] > 1:
         return _invalid(None, topic_id, "Duplicate topic id.")
@@ -53,24 +53,24 @@ def _by_id(broker: Broker, topic_id: uuid.UUID, ids: Counter, names: Counter,
                     "This server does not host this topic ID.")
     if names[found.name] == 1:  # also given by name: that entry's row says so
         return None
-    return _delete(broker, found.name, topic_id)
+    return _delete(node, found.name, topic_id)
 
 
-def _by_name(broker: Broker, name: str, names: Counter,
+def _by_name(node: NodeServices, name: str, names: Counter,
              ids_found: dict[str, uuid.UUID]) -> dict[str, Any]:
     if names[name] > 1:
         return _invalid(name, ZERO_ID, "Duplicate topic name.")
     if name in ids_found:
         return _invalid(name, ids_found[name],
                         "The provided topic name maps to an ID that was already supplied.")
-    return _delete(broker, name, ZERO_ID)
+    return _delete(node, name, ZERO_ID)
 
 
-def _results(broker: Broker, wanted: list[Wanted]) -> list[dict[str, Any]]:
+def _results(node: NodeServices, wanted: list[Wanted]) -> list[dict[str, Any]]:
     """One row per distinct entry, in the request's order (Kafka shuffles them)."""
     names = Counter(n for n, i in wanted if n is not None and i == ZERO_ID)
     ids = Counter(i for n, i in wanted if n is None and i != ZERO_ID)
-    found = {i: broker.topics.by_id.get(i) for i in ids}
+    found = {i: node.topics.by_id.get(i) for i in ids}
     ids_found = {t.name: i for i, t in found.items() if t is not None}
     results: list[dict[str, Any]] = []
     seen: set[Wanted] = set()
@@ -82,21 +82,21 @@ def _results(broker: Broker, wanted: list[Wanted]) -> list[dict[str, Any]]:
                                     "You may not specify both topic name and topic id."))
         elif (name, topic_id) not in seen:
             seen.add((name, topic_id))
-            row = (_by_name(broker, name, names, ids_found) if name is not None else
-                   _by_id(broker, topic_id, ids, names, found.get(topic_id)))
+            row = (_by_name(node, name, names, ids_found) if name is not None else
+                   _by_id(node, topic_id, ids, names, found.get(topic_id)))
             if row is not None:
                 results.append(row)
     return results
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    version = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    version = ctx.api_version
     wanted: list[Wanted] = ([(t.name, t.topic_id) for t in body.topics] if version >= 6
                             else [(name, ZERO_ID) for name in body.topic_names])
-    if not broker.config["delete.topic.enable"]:
+    if not node.config["delete.topic.enable"]:
         code = (ErrorCode.TOPIC_DELETION_DISABLED if version >= FIRST_VERSION_KNOWING_DISABLED
                 else ErrorCode.INVALID_REQUEST)
         return {"throttle_time_ms": 0, "responses": [
             _row(name, topic_id, code, "Topic deletion is disabled.")
             for name, topic_id in wanted]}
-    return {"throttle_time_ms": 0, "responses": _results(broker, wanted)}
+    return {"throttle_time_ms": 0, "responses": _results(node, wanted)}

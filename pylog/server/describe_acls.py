@@ -12,13 +12,13 @@ from pylog.protocol import ApiKey
 from pylog.server.acls import SECURITY_DISABLED, refuse_unknown
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_ACLS
 VERSIONS = (0, 3)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     refuse_unknown("DescribeAclsRequest", (body.resource_type_filter, body.pattern_type_filter,
                                            body.operation, body.permission_type))
     return {"throttle_time_ms": 0, "error_code": SECURITY_DISABLED,

@@ -9,16 +9,16 @@ from pylog.protocol import ApiKey
 from pylog.server.client_quotas import QuotaError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 VERSIONS = (0, 1)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     components = [(c.entity_type, c.match_type, c.match) for c in body.components]
     try:
-        found = broker.quotas.store.describe(components, body.strict)
+        found = node.quotas.store.describe(components, body.strict)
     except QuotaError as exc:
         return {"throttle_time_ms": 0, "error_code": exc.code, "error_message": str(exc),
                 "entries": None}

@@ -25,8 +25,8 @@ from pylog.server import broker_loggers, dynamic_configs, topic_configs
 from pylog.server.config import KEYS
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
     from pylog.server.config import BrokerConfig
+    from pylog.server.context import NodeServices, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,27 @@ _BROKER_TYPES: dict[str, int] = {
                      "log.cleaner.max.compaction.lag.ms"), LONG),
     **dict.fromkeys(("log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
                      "log.cleaner.min.cleanable.ratio"), topic_configs.DOUBLE),
+    # The cluster's and replication's keys, as KafkaConfig types them.
+    **dict.fromkeys(("zookeeper.connect", "broker.rack", "security.inter.broker.protocol"),
+                    STRING),
+    **dict.fromkeys(("broker.id.generation.enable", "controlled.shutdown.enable",
+                     "unclean.leader.election.enable", "auto.leader.rebalance.enable"),
+                    BOOLEAN),
+    **dict.fromkeys(("zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
+                     "zookeeper.max.in.flight.requests", "reserved.broker.max.id",
+                     "controller.socket.timeout.ms", "controlled.shutdown.max.retries",
+                     "transaction.state.log.min.isr", "num.replica.fetchers",
+                     "replica.fetch.max.bytes", "replica.fetch.min.bytes",
+                     "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
+                     "replica.fetch.response.max.bytes", "replica.socket.timeout.ms",
+                     "leader.imbalance.per.broker.percentage"), INT),
+    **dict.fromkeys(("offsets.topic.replication.factor",
+                     "transaction.state.log.replication.factor"), topic_configs.SHORT),
+    **dict.fromkeys(("controlled.shutdown.retry.backoff.ms", "replica.lag.time.max.ms",
+                     "replica.high.watermark.checkpoint.interval.ms",
+                     "leader.imbalance.check.interval.seconds",
+                     "leader.replication.throttled.rate",
+                     "follower.replication.throttled.rate"), LONG),
 }
 
 
@@ -159,30 +180,30 @@ def _broker_id(name: str, node_id: int) -> str | None:
     return None
 
 
-def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]:
+def _resource(node: NodeServices, r: Any, version: int, body: Any) -> dict[str, Any]:
     out = {"resource_type": r.resource_type, "resource_name": r.resource_name,
            "error_code": 0, "error_message": None, "configs": []}
     if r.resource_type == TOPIC:
-        topic = broker.topics.get(r.resource_name)
+        topic = node.topics.get(r.resource_name)
         if topic is None:
             out.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        error_message=f"Topic {r.resource_name} does not exist")
             return out
         out["configs"] = topic_configs.describe(
-            topic.configs, broker.config, r.configuration_keys,
+            topic.configs, node.config, r.configuration_keys,
             synonyms=version >= 1 and body.include_synonyms,
             documentation=version >= 3 and body.include_documentation)
     elif r.resource_type == BROKER:
-        refused = _broker_id(r.resource_name, broker.node_id)
+        refused = _broker_id(r.resource_name, node.node_id)
         if refused is not None:
             out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=refused)
             return out
-        out["configs"] = _broker_entries(broker.config, r.resource_name != "",
+        out["configs"] = _broker_entries(node.config, r.resource_name != "",
                                          r.configuration_keys,
                                          version >= 1 and body.include_synonyms)
     elif r.resource_type == broker_loggers.BROKER_LOGGER:
         try:
-            out["configs"] = broker_loggers.describe(r.resource_name, broker.node_id,
+            out["configs"] = broker_loggers.describe(r.resource_name, node.node_id,
                                                      r.configuration_keys)
         except dynamic_configs.DynamicConfigError as exc:
             out.update(error_code=exc.code, error_message=str(exc))
@@ -192,10 +213,10 @@ def _resource(broker: Broker, r: Any, version: int, body: Any) -> dict[str, Any]
     return out
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    v = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    v = ctx.api_version
     if log.isEnabledFor(logging.DEBUG):
         log.debug("DescribeConfigs v%d of %s", v,
                   ", ".join(f"{r.resource_type}:{r.resource_name}" for r in body.resources))
     return {"throttle_time_ms": 0,
-            "results": [_resource(broker, r, v, body) for r in body.resources]}
+            "results": [_resource(node, r, v, body) for r in body.resources]}

@@ -14,14 +14,14 @@ from pylog.protocol import ApiKey
 from pylog.server.metadata import GROUP_OPERATIONS
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = (0, 5)
 
 
-def _describe(broker: Broker, group_id: str) -> dict[str, Any]:
-    group = broker.groups.describe_group(group_id)
+def _describe(node: NodeServices, group_id: str) -> dict[str, Any]:
+    group = node.groups.describe_group(group_id)
     if group is None:
         return {"error_code": 0, "group_id": group_id, "group_state": "Dead",
                 "protocol_type": "", "protocol_data": "", "members": []}
@@ -36,8 +36,8 @@ def _describe(broker: Broker, group_id: str) -> dict[str, Any]:
                         for m in group.members.values()]}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    groups = [_describe(broker, g) for g in body.groups]
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    groups = [_describe(node, g) for g in body.groups]
     if body.include_authorized_operations:  # v3+; otherwise the field's Int.MinValue
         for g in groups:
             if g["error_code"] == 0:  # as Kafka: not for a group it failed to describe

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
 VERSIONS = (0, 4)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    logs = broker.logs.logs()
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    logs = node.logs.logs()
     if body.topics is None:  # null: every partition
         wanted = sorted(logs)
     else:
@@ -28,8 +28,8 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
         by_topic.setdefault(name, []).append({
             "partition_index": p, "partition_size": logs[(name, p)].size,
             "offset_lag": 0, "is_future_key": False})
-    st = os.statvfs(broker.log_dir)
+    st = os.statvfs(node.logs.dir)
     return {"throttle_time_ms": 0, "error_code": 0, "results": [{
-        "error_code": 0, "log_dir": str(broker.log_dir),
+        "error_code": 0, "log_dir": str(node.logs.dir),
         "topics": [{"name": n, "partitions": parts} for n, parts in by_topic.items()],
         "total_bytes": st.f_blocks * st.f_frsize, "usable_bytes": st.f_bavail * st.f_frsize}]}

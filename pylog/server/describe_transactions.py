@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 VERSIONS = (0, 0)
 
 
-def _state(broker: Broker, transactional_id: str) -> dict[str, Any]:
-    m = broker.txns.txns.get(transactional_id) if transactional_id else None
+def _state(node: NodeServices, transactional_id: str) -> dict[str, Any]:
+    m = node.txns.txns.get(transactional_id) if transactional_id else None
     if m is None:
         code = (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if transactional_id
                 else ErrorCode.INVALID_REQUEST)
@@ -39,6 +39,6 @@ def _state(broker: Broker, transactional_id: str) -> dict[str, Any]:
             "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0,
-            "transaction_states": [_state(broker, t) for t in body.transactional_ids]}
+            "transaction_states": [_state(node, t) for t in body.transactional_ids]}

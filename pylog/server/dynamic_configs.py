@@ -39,7 +39,9 @@ from pylog.server import topic_configs
 from pylog.server.config import IGNORED, KEYS, BrokerConfig, ConfigError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.log import LogManager
+    from pylog.server.context import NodeServices
+    from pylog.server.topics import TopicRegistry
 
 log = logging.getLogger(__name__)
 
@@ -206,30 +208,26 @@ def _check_cleaner_threads(current: int, new: int) -> None:
 # -- the change itself ----------------------------------------------------------------
 
 
-def replace(broker: Broker, name: str, props: Mapping[str, str], validate_only: bool) -> None:
+def replace(node: NodeServices, name: str, props: Mapping[str, str], validate_only: bool) -> None:
     """Make ``props`` the whole dynamic set of BROKER resource ``name``:
-    checked, saved, then in effect on every running log."""
-    per_broker = check_name(name, broker.node_id)
-    candidate = validate(broker.config, name, per_broker, props)
+    checked, saved, then in effect on everything the node runs."""
+    per_broker = check_name(name, node.node_id)
+    candidate = validate(node.config, name, per_broker, props)
     if validate_only:
         return
-    _save(broker.config, candidate.dynamic_default, candidate.dynamic_broker)
-    broker.config.adopt(candidate)
-    _push_defaults(broker)
-    config = broker.config
-    broker.listener.set_quotas(config["max.connections"], config["max.connections.per.ip"],
-                               config["max.connections.per.ip.overrides"])
-    broker.logs.cleaner.reconfigure(config.cleaner_config)  # nothing when unchanged
+    _save(node.config, candidate.dynamic_default, candidate.dynamic_broker)
+    node.config.adopt(candidate)
+    node.reconfigure(node.config)
 
 
-def _push_defaults(broker: Broker) -> None:
+def push_defaults(config: BrokerConfig, logs: LogManager, topics: TopicRegistry) -> None:
     """The new broker defaults to the logs: topics follow them where they have
     no override of their own (their LogConfig is the defaults with the
     topic's configs over them); partitions created later start with them."""
-    default = broker.config.log_config
-    broker.logs.default_config = default
-    broker.topics.default_config = default
-    for name, topic in list(broker.topics.topics.items()):
-        config = broker.topics.log_config(topic.configs)
-        if config != broker.logs.config_for(name):
-            broker.logs.update_topic_config(name, config)
+    default = config.log_config
+    logs.default_config = default
+    topics.default_config = default
+    for name, topic in list(topics.topics.items()):
+        topic_config = topics.log_config(topic.configs)
+        if topic_config != logs.config_for(name):
+            logs.update_topic_config(name, topic_config)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.ELECT_LEADERS
 VERSIONS = (0, 2)
@@ -35,8 +35,8 @@ def _result(index: int, code: int, message: str | None) -> dict[str, Any]:
     return {"partition_id": index, "error_code": code, "error_message": message}
 
 
-def _elect(broker: Broker, name: str, index: int) -> dict[str, Any]:
-    topic = broker.topics.get(name)
+def _elect(node: NodeServices, name: str, index: int) -> dict[str, Any]:
+    topic = node.topics.get(name)
     if topic is None:
         return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {name}")
     if not 0 <= index < topic.partitions:
@@ -45,7 +45,7 @@ def _elect(broker: Broker, name: str, index: int) -> dict[str, Any]:
     return _result(index, ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     requested = body.topic_partitions
     if body.election_type not in ELECTION_TYPES:
         message = f"Unknown election type {body.election_type}"
@@ -56,8 +56,8 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
                     for t in requested or ()]}
     if requested is None:
         results = [{"topic": name, "partition_result": []}
-                   for name in list(broker.topics.topics)]
+                   for name in list(node.topics.topics)]
     else:
         results = [{"topic": t.topic, "partition_result": [
-            _elect(broker, t.topic, p) for p in t.partitions]} for t in requested]
+            _elect(node, t.topic, p) for p in t.partitions]} for t in requested]
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": results}

@@ -13,13 +13,13 @@ from pylog.protocol import ApiKey
 from pylog.server.add_partitions_to_txn import old_fenced
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.END_TXN
 VERSIONS = (0, 3)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    code = broker.txns.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    code = node.txns.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
                                body.committed)
-    return {"throttle_time_ms": 0, "error_code": old_fenced(code, header.api_version)}
+    return {"throttle_time_ms": 0, "error_code": old_fenced(code, ctx.api_version)}

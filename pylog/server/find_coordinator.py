@@ -8,7 +8,7 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.FIND_COORDINATOR
 VERSIONS = (0, 4)
@@ -22,12 +22,12 @@ _INVALID_REQUEST_MESSAGE = (
     "or the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
-def _unknown_key_type(header: Any, body: Any) -> dict[str, Any]:
+def _unknown_key_type(ctx: RequestContext, body: Any) -> dict[str, Any]:
     """Kafka's answer to a key type other than group or transaction:
     CoordinatorType.forId throws InvalidRequestException, and
     FindCoordinatorRequest.getErrorResponse answers INVALID_REQUEST with no
     node (-1, "", -1), for every key from v4."""
-    if header.api_version < 4:
+    if ctx.api_version < 4:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": _INVALID_REQUEST_MESSAGE, "node_id": -1, "host": "",
                 "port": -1}
@@ -37,29 +37,29 @@ def _unknown_key_type(header: Any, body: Any) -> dict[str, Any]:
         for key in body.coordinator_keys]}
 
 
-def _coordinator(broker: Broker, key: str, key_type: int) -> dict[str, Any]:
+def _coordinator(node: NodeServices, key: str, key_type: int) -> dict[str, Any]:
     """A group's coordinator is the leader of its ``__consumer_offsets`` partition
     (``abs(javaHash(group)) % offsets.topic.num.partitions``), created here on
     first use as Kafka does (that partition's log at once, the others' off the
     loop: see ``OffsetsStore.ensure_group``); every partition's leader is this node."""
     if key_type == GROUP_KEY_TYPE:
         try:
-            broker.groups.store.ensure_group(key)
+            node.groups.store.ensure_group(key)
         except TopicError as exc:  # its partition could not be made (out of descriptors)
             return {"key": key, "node_id": -1, "host": "", "port": -1,
                     "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     "error_message": str(exc)}
-    ep = broker.endpoint
-    return {"key": key, "node_id": broker.node_id, "host": ep.host, "port": ep.port,
+    me = node.metadata.broker(node.node_id)
+    return {"key": key, "node_id": node.node_id, "host": me.host, "port": me.port,
             "error_code": 0, "error_message": None}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     if body.key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):  # v0: always 0
-        return _unknown_key_type(header, body)
-    if header.api_version < 4:
-        found = _coordinator(broker, body.key, body.key_type)
+        return _unknown_key_type(ctx, body)
+    if ctx.api_version < 4:
+        found = _coordinator(node, body.key, body.key_type)
         del found["key"]
         return found
-    return {"coordinators": [_coordinator(broker, key, body.key_type)
+    return {"coordinators": [_coordinator(node, key, body.key_type)
                              for key in body.coordinator_keys]}

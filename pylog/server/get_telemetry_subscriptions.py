@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.GET_TELEMETRY_SUBSCRIPTIONS
 VERSIONS = (0, 0)
@@ -21,7 +21,7 @@ ZERO_UUID = uuid.UUID(int=0)
 PUSH_INTERVAL_MS = 300_000
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     instance = body.client_instance_id
     if instance is None or instance == ZERO_UUID:
         instance = uuid.uuid4()

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.HEARTBEAT
 VERSIONS = (0, 4)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    error = broker.groups.heartbeat(body.group_id, body.generation_id, body.member_id,
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    error = node.groups.heartbeat(body.group_id, body.generation_id, body.member_id,
                                     body.group_instance_id)
     return {"throttle_time_ms": 0, "error_code": error}

@@ -20,7 +20,7 @@ from pylog.server.alter_configs import BROKER, refuse_other, repeated, result
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = (0, 1)
@@ -82,35 +82,35 @@ def _apply_broker(current: dict[str, str], op: Any) -> None:
                                                  f"Unknown operations type {kind}")
 
 
-def _alter_broker(broker: Broker, r: Any, validate_only: bool) -> None:
+def _alter_broker(node: NodeServices, r: Any, validate_only: bool) -> None:
     dynamic_configs.check_request(
         (op.name for op in r.configs),
         (op.name for op in r.configs if op.config_operation != DELETE and op.value is None))
-    per_broker = dynamic_configs.check_name(r.resource_name, broker.node_id)
-    updated = dynamic_configs.current(broker.config, per_broker)
+    per_broker = dynamic_configs.check_name(r.resource_name, node.node_id)
+    updated = dynamic_configs.current(node.config, per_broker)
     for op in r.configs:
         _apply_broker(updated, op)
-    dynamic_configs.replace(broker, r.resource_name, updated, validate_only)
+    dynamic_configs.replace(node, r.resource_name, updated, validate_only)
 
 
-def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
+def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
     if r.resource_type == broker_loggers.BROKER_LOGGER:
         try:
-            broker_loggers.alter(r, broker.node_id, validate_only)
+            broker_loggers.alter(r, node.node_id, validate_only)
         except dynamic_configs.DynamicConfigError as exc:
             return result(r, exc.code, str(exc))
         return result(r)
-    refused = refuse_other(broker, r)
+    refused = refuse_other(node, r)
     if refused is not None:
         return refused
     if r.resource_type == BROKER:
         try:
-            _alter_broker(broker, r, validate_only)
+            _alter_broker(node, r, validate_only)
         except dynamic_configs.DynamicConfigError as exc:
             return result(r, exc.code, str(exc))
         return result(r)
     try:
-        topic = broker.topics.get(r.resource_name)
+        topic = node.topics.get(r.resource_name)
         if topic is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic {r.resource_name} does not exist")
@@ -121,17 +121,17 @@ def _alter(broker: Broker, r: Any, validate_only: bool) -> dict[str, Any]:
         updated = dict(topic.configs)
         for op in r.configs:
             _apply(updated, op)
-        configs = broker.topics.validate_configs(updated)
+        configs = node.topics.validate_configs(updated)
         if not validate_only:
-            broker.topics.set_configs(r.resource_name, configs)
+            node.topics.set_configs(r.resource_name, configs)
     except TopicError as exc:
         return result(r, exc.code, str(exc))
     return result(r)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     twice = repeated(body.resources)
     return {"throttle_time_ms": 0, "responses": [
         result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         if (r.resource_type, r.resource_name) in twice else
-        _alter(broker, r, body.validate_only) for r in body.resources]}
+        _alter(node, r, body.validate_only) for r in body.resources]}

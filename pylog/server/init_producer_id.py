@@ -14,7 +14,7 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.add_partitions_to_txn import old_fenced
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 VERSIONS = (0, 4)
@@ -25,7 +25,7 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
             "producer_epoch": epoch}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     if (body.producer_id < 0) != (body.producer_epoch < 0):
         # As KafkaApis: an id without an epoch, or an epoch without an id.
         return _answer(ErrorCode.INVALID_REQUEST)
@@ -33,10 +33,10 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
     if txn_id is not None:
         if not txn_id:  # TransactionCoordinator.handleInitProducerId
             return _answer(ErrorCode.INVALID_REQUEST)
-        code, pid, epoch = broker.txns.init_producer_id(
+        code, pid, epoch = node.txns.init_producer_id(
             txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch)
-        return _answer(old_fenced(code, header.api_version, 4), pid, epoch)
+        return _answer(old_fenced(code, ctx.api_version, 4), pid, epoch)
     # As Kafka's TransactionCoordinator for a null transactional id: a new id,
     # always; the one a client names (KIP-360 bump) is not handed back, since
     # this broker cannot tell that the client owns it.
-    return _answer(ErrorCode.NONE, broker.producer_ids.next_id(), 0)
+    return _answer(ErrorCode.NONE, node.producer_ids.next_id(), 0)

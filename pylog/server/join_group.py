@@ -9,15 +9,15 @@ from pylog.coordinator.coordinator import JoinRequest, JoinResult
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.JOIN_GROUP
 VERSIONS = (0, 9)
 
 
-def client_host(broker: Broker) -> str:
+def client_host(ctx: RequestContext) -> str:
     """The member's address as Kafka shows it (``InetAddress.toString``: ``/1.2.3.4``)."""
-    peer = broker.router.peer
+    peer = ctx.peer
     return f"/{peer[0]}" if peer else ""
 
 
@@ -34,14 +34,14 @@ async def _parked(version: int, pending: asyncio.Future) -> dict[str, Any]:
     return _response(version, await pending)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> Any:
-    version = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
+    version = ctx.api_version
     rebalance_timeout = body.session_timeout_ms if version == 0 else body.rebalance_timeout_ms
     req = JoinRequest(body.group_id, body.member_id, body.group_instance_id,
-                      header.client_id or "", client_host(broker), rebalance_timeout,
+                      ctx.client_id or "", client_host(ctx), rebalance_timeout,
                       body.session_timeout_ms, body.protocol_type,
                       [(p.name, bytes(p.metadata)) for p in body.protocols], version)
-    result = broker.groups.join_group(req)
+    result = node.groups.join_group(req)
     if isinstance(result, asyncio.Future):
         return _parked(version, result)
     return _response(version, result)

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.LIST_GROUPS
 VERSIONS = (0, 5)
 GROUP_TYPE = "classic"  # the only group protocol pylog runs
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     states = {s.lower() for s in body.states_filter or ()}
     types = {t.lower() for t in body.types_filter or ()}
     groups = []
     if not types or GROUP_TYPE in types:
-        for g in broker.groups.list_groups():
+        for g in node.groups.list_groups():
             if states and str(g.state).lower() not in states:
                 continue
             groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",

@@ -15,7 +15,7 @@ from pylog.log.log import (
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = (1, 7)
@@ -47,10 +47,10 @@ def log_corrupt_read(exc: CorruptRecordError, topic: str, partition: int) -> Non
                exc.segment, exc.position, exc)
 
 
-def _partition(broker: Broker, topic: str, p: Any, version: int,
+def _partition(node: NodeServices, topic: str, p: Any, version: int,
                committed: bool) -> dict[str, Any]:
     index = p.partition_index
-    log = broker.logs.get_log(topic, index)
+    log = node.logs.get_log(topic, index)
     if log is None:
         return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     error = epoch_error(p.current_leader_epoch, log.leader_epoch)
@@ -90,8 +90,8 @@ def _duplicates(body: Any) -> set[tuple[str, int]]:
     return dups
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    v = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    v = ctx.api_version
     # As Kafka: every row of a partition named more than once is INVALID_REQUEST.
     dups = _duplicates(body)
     if body.replica_id == CONSUMER_REPLICA_ID and body.isolation_level not in (0, 1):
@@ -111,6 +111,6 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
         {"name": t.name, "partitions": [
             _refused(p.partition_index, ErrorCode.INVALID_REQUEST)
             if (t.name, p.partition_index) in dups
-            else _partition(broker, t.name, p, v, committed)
+            else _partition(node, t.name, p, v, committed)
             for p in t.partitions]}
         for t in body.topics]}

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
 VERSIONS = (0, 0)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": []}

@@ -20,23 +20,23 @@ from pylog.coordinator.txn_log import STATE_NAMES, TxnState
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 VERSIONS = (0, 1)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     names = list(dict.fromkeys(body.state_filters))
     unknown = [s for s in names if s not in STATE_NAMES]
     states = {STATE_NAMES[s] for s in names if s in STATE_NAMES}
     pids = set(body.producer_id_filters)
-    duration = body.duration_filter if header.api_version >= 1 else -1
+    duration = body.duration_filter if ctx.api_version >= 1 else -1
     now = time.time_ns() // 1_000_000
     listed = [
         {"transactional_id": m.transactional_id, "producer_id": m.producer_id,
          "transaction_state": m.state.label}
-        for m in broker.txns.txns.values()
+        for m in node.txns.txns.values()
         if m.state != TxnState.DEAD
         and (not pids or m.producer_id in pids)
         and (not names or m.state in states)

@@ -1,4 +1,7 @@
-"""Metadata: the node, the cluster id, and topics with this node leading every partition.
+"""Metadata: the live brokers, the cluster id, the controller, and each topic's
+partitions with their leader, leader epoch, replicas and ISR (from the
+node's metadata cache: itself alone on the embedded single node, the
+controller's UpdateMetadata in a cluster).
 
 A request naming a topic that does not exist creates it when
 ``auto.create.topics.enable`` and the request (v4+) allow it, as Kafka does;
@@ -12,15 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.metadata_cache import PartitionInfo, TopicInfo
 from pylog.server.produce import INTERNAL_TOPICS
-from pylog.server.topics import Topic, TopicError, validate_name
+from pylog.server.topics import TopicError, validate_name
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.METADATA
 VERSIONS = (0, 12)
-LEADER_EPOCH = 0
 
 # Kafka's AclOperation codes.  With no authorizer Kafka grants every operation
 # a resource type supports (AclEntry.supportedOperations) and reports them, when
@@ -47,14 +50,19 @@ def authorized_operations(requested: bool, operations: int) -> int:
     return operations if requested else OPERATIONS_NOT_REQUESTED
 
 
-def _topic(broker: Broker, topic: Topic) -> dict[str, Any]:
-    node = [broker.node_id]
-    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
-            "is_internal": topic.name in INTERNAL_TOPICS,
-            "partitions": [{"error_code": 0, "partition_index": p, "leader_id": broker.node_id,
-                            "leader_epoch": LEADER_EPOCH, "replica_nodes": node,
-                            "isr_nodes": node, "offline_replicas": []}
-                           for p in range(topic.partitions)]}
+def _topic(info: TopicInfo) -> dict[str, Any]:
+    return {"error_code": 0, "name": info.name, "topic_id": info.topic_id,
+            "is_internal": info.name in INTERNAL_TOPICS,
+            "partitions": [_partition(p) for p in info.partitions]}
+
+
+def _partition(p: PartitionInfo) -> dict[str, Any]:
+    # Kafka's ZkMetadataCache: a partition whose leader is not alive is
+    # LEADER_NOT_AVAILABLE (leader -1); its dead replicas are offline_replicas.
+    return {"error_code": 0 if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": p.index, "leader_id": p.leader,
+            "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+            "isr_nodes": list(p.isr), "offline_replicas": list(p.offline)}
 
 
 def _error(name: str | None, code: int, topic_id: Any = None) -> dict[str, Any]:
@@ -77,31 +85,31 @@ def _missing(name: str) -> dict[str, Any]:
 FIRST_VERSION_BY_ID = 12
 
 
-def _by_ids(broker: Broker, ids: list[Any]) -> list[dict[str, Any]]:
+def _by_ids(node: NodeServices, ids: list[Any]) -> list[dict[str, Any]]:
     """Kafka's handleTopicMetadataRequest when a v12+ request names a topic id:
     the set of requested ids alone decides the answer (the names, and the
     entries without an id, are ignored, so nothing is auto-created).  Each id
     is answered once: the unknown ones first, as UNKNOWN_TOPIC_ID rows with a
     null name, then the topics of the known ones."""
-    by_id = broker.topics.by_id
+    by_id = node.metadata.topic_by_id
     unknown: list[dict[str, Any]] = []
     known: list[dict[str, Any]] = []
     for topic_id in dict.fromkeys(ids):  # a set, as Kafka's, in the request's order
-        found = by_id.get(topic_id)
+        found = by_id(topic_id)
         if found is None:
             unknown.append(_error(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
         else:
-            known.append(_topic(broker, found))
+            known.append(_topic(found))
     return unknown + known
 
 
-def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
+def _requested(node: NodeServices, version: int, body: Any) -> list[dict[str, Any]]:
     if version >= FIRST_VERSION_BY_ID:
         ids = [t.topic_id for t in body.topics if t.topic_id.int != 0]
         if ids:
-            return _by_ids(broker, ids)
-    registry = broker.topics
-    allow_create = broker.config["auto.create.topics.enable"] and (
+            return _by_ids(node, ids)
+    metadata = node.metadata
+    allow_create = node.config["auto.create.topics.enable"] and (
         version < 4 or body.allow_auto_topic_creation)
     topics = []
     seen: set[str] = set()
@@ -113,14 +121,17 @@ def _requested(broker: Broker, version: int, body: Any) -> list[dict[str, Any]]:
         if name in seen:
             continue  # Kafka looks up the set of names: each is answered once
         seen.add(name)
-        found = registry.get(name)
+        found = metadata.topic(name)
         if found is None and allow_create:
             try:
-                found = broker.auto_create(name)
+                found = node.auto_create(name)
             except TopicError as exc:
                 topics.append(_error(name, exc.code))
                 continue
-        topics.append(_topic(broker, found) if found else _missing(name))
+            if found is None:  # being created by the controller (a cluster)
+                topics.append(_error(name, ErrorCode.LEADER_NOT_AVAILABLE))
+                continue
+        topics.append(_topic(found) if found else _missing(name))
     return topics
 
 
@@ -138,24 +149,24 @@ def _refuse_ids(version: int, body: Any) -> dict[str, Any] | None:
                         "is_internal": False, "partitions": []} for t in body.topics]}
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    version = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    version = ctx.api_version
     refused = _refuse_ids(version, body)
     if refused is not None:
         return refused
+    metadata = node.metadata
     if body.topics is None or (version == 0 and not body.topics):
-        topics = [_topic(broker, t) for t in list(broker.topics.topics.values())]
+        topics = [_topic(t) for t in map(metadata.topic, metadata.topic_names()) if t]
     else:
-        topics = _requested(broker, version, body)
+        topics = _requested(node, version, body)
     if body.include_topic_authorized_operations:  # v8+
         for t in topics:
             if t["name"] is not None:  # as Kafka: not the rows of unknown topic ids
                 t["topic_authorized_operations"] = TOPIC_OPERATIONS
-    ep = broker.endpoint
     return {"throttle_time_ms": 0,
-            "brokers": [{"node_id": broker.node_id, "host": ep.host, "port": ep.port,
-                         "rack": None}],
-            "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
+            "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                        for b in metadata.brokers()],
+            "cluster_id": metadata.cluster_id, "controller_id": metadata.controller_id,
             "topics": topics,
             "cluster_authorized_operations": authorized_operations(  # v8-10
                 body.include_cluster_authorized_operations, CLUSTER_OPERATIONS)}

@@ -39,7 +39,8 @@ from urllib.parse import urlsplit
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.net.listener import Listener
+    from pylog.server.context import NodeServices
 
 log = logging.getLogger(__name__)
 
@@ -110,13 +111,14 @@ class BrokerMetrics:
     """The broker's counters; the request path and the produce/fetch handlers
     increment the slots directly."""
 
-    __slots__ = ("broker", "host", "port", "path", "bytes_in", "bytes_out", "messages_in",
-                 "bytes_rejected", "failed_produce", "failed_fetch", "total_produce",
+    __slots__ = ("broker", "listener", "host", "port", "path", "bytes_in", "bytes_out",
+                 "messages_in", "bytes_rejected", "failed_produce", "failed_fetch", "total_produce",
                  "total_fetch", "requests", "time_sum_us", "time_buckets",
                  "started_ns", "_last_idle", "_server")
 
-    def __init__(self, broker: Broker, url: str) -> None:
-        self.broker = broker
+    def __init__(self, node: NodeServices, listener: Listener, url: str) -> None:
+        self.broker = node
+        self.listener = listener
         self.host, self.port, self.path = parse_listener(url)
         self.bytes_in = 0
         self.bytes_out = 0
@@ -136,17 +138,17 @@ class BrokerMetrics:
         self._server: asyncio.base_events.Server | None = None
 
     @classmethod
-    def create(cls, broker: Broker) -> BrokerMetrics | None:
+    def create(cls, node: NodeServices, listener: Listener) -> BrokerMetrics | None:
         """The broker's metrics when ``metrics.listener`` is set, else None.  Also
         puts the request timer in front of the listener's handler."""
         try:
-            url = broker.config["metrics.listener"]
+            url = node.config["metrics.listener"]
         except KeyError:
             return None
         if not url:
             return None
-        metrics = cls(broker, url)
-        broker.listener.handler = metrics.timed(broker.listener.handler)
+        metrics = cls(node, listener, url)
+        listener.handler = metrics.timed(listener.handler)
         return metrics
 
     # -- hooks ----------------------------------------------------------------
@@ -297,9 +299,9 @@ class BrokerMetrics:
             out.append(f"{name}_sum{_labels(request=req)} {self.time_sum_us[k] / 1000:.3f}")
             out.append(f"{name}_count{_labels(request=req)} {self.requests[k]}")
 
-        broker = self.broker
-        conns = list(broker.listener.connections)
-        queue = broker.listener.queue
+        node = self.broker
+        conns = list(self.listener.connections)
+        queue = self.listener.queue
 
         def gauge(name: str, value: float, help_: str) -> None:
             family(name, "gauge", help_)
@@ -318,7 +320,7 @@ class BrokerMetrics:
               "Share of time the event loop waited for I/O since the previous scrape")
         gauge("kafka_server_socketservermetrics_connection_count", len(conns),
               "Open client connections")
-        logs = broker.logs.logs()
+        logs = node.logs.logs()
         gauge("kafka_server_replicamanager_partitioncount", len(logs), "Partitions on this node")
         gauge("kafka_server_replicamanager_leadercount", len(logs),
               "Partitions this node leads (all of them on one node)")
@@ -328,7 +330,7 @@ class BrokerMetrics:
               "Partitions without a leader")
         gauge("kafka_controller_kafkacontroller_activecontrollercount", 1,
               "1 on the active controller")
-        sessions = broker.fetch_sessions
+        sessions = node.fetch_sessions
         gauge("kafka_server_fetchsessioncache_numincrementalfetchsessions", len(sessions),
               "Incremental fetch sessions cached (KIP-227)")
         gauge("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
@@ -336,7 +338,7 @@ class BrokerMetrics:
         name = "kafka_server_fetchsessioncache_incrementalfetchsessionevictionspersec_total"
         family(name, "counter", "Fetch sessions evicted to make room for new ones")
         out.append(f"{name} {sessions.evictions}")
-        for metric, value in broker.logs.cleaner.gauges().items():
+        for metric, value in node.logs.cleaner.gauges().items():
             gauge(f"kafka_log_{metric}", value, _CLEANER_HELP[metric])
         items = sorted(logs.items())
         for metric, attr, help_ in (("size", "size", "Bytes of the partition's segments"),

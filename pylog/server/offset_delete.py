@@ -7,24 +7,24 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.OFFSET_DELETE
 VERSIONS = (0, 0)
 
 
-def _exists(broker: Broker, topic: str, partition: int) -> bool:
-    found = broker.topics.get(topic)
+def _exists(node: NodeServices, topic: str, partition: int) -> bool:
+    found = node.topics.get(topic)
     return found is not None and 0 <= partition < found.partitions
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     tps = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
     # As Kafka (KIP-496): partitions that do not exist are answered here and
     # never reach the group, which only decides about the others.
     unknown = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in tps
-               if not _exists(broker, *tp)}
-    error, per_partition = broker.groups.delete_offsets(
+               if not _exists(node, *tp)}
+    error, per_partition = node.groups.delete_offsets(
         body.group_id, [tp for tp in tps if tp not in unknown])
     per_partition.update(unknown)
     topics = [] if error else [

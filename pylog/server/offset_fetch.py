@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = (0, 9)
 
 
-def _topics(broker: Broker, group_id: str, topics: Any,
+def _topics(node: NodeServices, group_id: str, topics: Any,
             require_stable: bool = False) -> list[dict[str, Any]]:
     wanted = None if topics is None else [
         (t.name, p) for t in topics for p in t.partition_indexes]
-    found = broker.groups.fetch_offsets(group_id, wanted)
-    unstable = broker.groups.pending_txn_offsets(group_id) if require_stable else ()
+    found = node.groups.fetch_offsets(group_id, wanted)
+    unstable = node.groups.pending_txn_offsets(group_id) if require_stable else ()
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), o in found.items():
         if (topic, partition) in unstable:
@@ -40,12 +40,12 @@ def _topics(broker: Broker, group_id: str, topics: Any,
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    if header.api_version < 8:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    if ctx.api_version < 8:
         return {"throttle_time_ms": 0, "error_code": 0,
-                "topics": _topics(broker, body.group_id, body.topics,
-                                  header.api_version >= 7 and body.require_stable)}
+                "topics": _topics(node, body.group_id, body.topics,
+                                  ctx.api_version >= 7 and body.require_stable)}
     return {"throttle_time_ms": 0, "groups": [
         {"group_id": g.group_id, "error_code": 0,
-         "topics": _topics(broker, g.group_id, g.topics, body.require_stable)}
+         "topics": _topics(node, g.group_id, g.topics, body.require_stable)}
         for g in body.groups]}

@@ -22,7 +22,7 @@ from pylog.server.list_offsets import epoch_error
 
 if TYPE_CHECKING:
     from pylog.log import Log
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 VERSIONS = (0, 4)
@@ -40,10 +40,10 @@ def end_offset_for(log: Log, requested: int) -> tuple[int, int]:
     return requested, log.log_start_offset  # older than the one epoch known
 
 
-def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
+def _partition(node: NodeServices, topic: str, p: Any) -> dict[str, Any]:
     out = {"partition": p.partition, "error_code": 0,
            "leader_epoch": UNDEFINED_EPOCH, "end_offset": UNDEFINED_OFFSET}
-    log = broker.logs.get_log(topic, p.partition)
+    log = node.logs.get_log(topic, p.partition)
     if log is None:
         out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
@@ -55,7 +55,7 @@ def _partition(broker: Broker, topic: str, p: Any) -> dict[str, Any]:
     return out
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
-        {"topic": t.topic, "partitions": [_partition(broker, t.topic, p) for p in t.partitions]}
+        {"topic": t.topic, "partitions": [_partition(node, t.topic, p) for p in t.partitions]}
         for t in body.topics]}

@@ -8,10 +8,11 @@ response at that version with UNSUPPORTED_VERSION in its error codes (see
 an unknown api key, a version past the schemas) closes the connection, with a
 log line giving the reason.
 
-A handler module that defines ``handle_frame(broker, frame)`` instead of
-``handle(broker, header, body)`` decodes and encodes its own frames, natively,
-at the versions it serves: Produce and Fetch, the requests that carry the
-data.
+Handlers get the node's collaborators and a request context
+(``handle(node, ctx, body)``, see :mod:`pylog.server.context`).  A handler
+module that defines ``handle_frame(node, frame)`` instead decodes and encodes
+its own frames, natively, at the versions it serves: Produce and Fetch, the
+requests that carry the data.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ from pylog.server import (
     unsupported,
     write_txn_markers,
 )
+from pylog.server.context import RequestContext
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices
 
 log = logging.getLogger(__name__)
 
@@ -106,16 +108,19 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
 _PLAIN = (bytes, list)
 
 
+def served_versions() -> dict[int, tuple[int, int]]:
+    """The API versions this node serves (ApiVersions answers with them)."""
+    return {int(m.API_KEY): m.VERSIONS for m in HANDLER_MODULES}
+
+
 class RequestRouter:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, node: NodeServices) -> None:
+        self.node = node
         self.handlers = {int(m.API_KEY): m.handle for m in HANDLER_MODULES
                          if hasattr(m, "handle")}
         self.frame_handlers = {int(m.API_KEY): m.handle_frame for m in HANDLER_MODULES
                                if hasattr(m, "handle_frame")}
-        self.versions: dict[int, tuple[int, int]] = {
-            int(m.API_KEY): m.VERSIONS for m in HANDLER_MODULES}
-        self.peer: Any = None  # (host, port) of the request being dispatched
+        self.versions = node.api_versions
 
     def __call__(self, conn: Connection, frame: bytearray) -> Any:
         if len(frame) >= 8:
@@ -125,14 +130,14 @@ class RequestRouter:
                 lo, hi = self.versions[key]
                 if lo <= (frame[2] << 8 | frame[3]) <= hi:
                     try:
-                        return native(self.broker, frame)
+                        return native(self.node, frame)
                     except ProtocolError as exc:
                         raise _malformed(conn, exc) from None
         try:
             header, body = decode_request(frame, allow_trailing=True)
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.header is not None:
-                return api_versions.unsupported(self.broker, exc.header.correlation_id)
+                return api_versions.unsupported(self.node, exc.header.correlation_id)
             # Past the schemas: the body cannot be read, so no error response
             # can name its parts.  Warning level: the default log shows it.
             log.warning("closing connection from %s: %s", conn.peer, exc)
@@ -143,7 +148,7 @@ class RequestRouter:
         supported = self.versions.get(key)
         if supported is None or not supported[0] <= version <= supported[1]:
             if key == ApiKey.API_VERSIONS:
-                return api_versions.unsupported(self.broker, header.correlation_id)
+                return api_versions.unsupported(self.node, header.correlation_id)
             if key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0:
                 # The client reads no response to acks=0: closing is the only signal.
                 log.warning("closing connection from %s: produce v%s (acks=0) is not served",
@@ -151,12 +156,9 @@ class RequestRouter:
                 raise CloseConnection(f"produce v{version} is not supported")
             log.info("api key %s v%s is not served: answering UNSUPPORTED_VERSION", key, version)
             return unsupported.respond(header, body)
-        # The client's address, for handlers that record it (group members'
-        # client host); read synchronously by the handler, before any await.
-        self.peer = conn.peer
-        quotas = self.broker.quotas
+        quotas = self.node.quotas
         started = time.perf_counter_ns() if quotas.request.enabled else 0
-        result = self.handlers[key](self.broker, header, body)
+        result = self.handlers[key](self.node, RequestContext(header, conn.peer), body)
         if result is None or type(result) in _PLAIN:
             return _throttled(quotas, header.client_id, started, result, None) if started \
                 else result

@@ -9,7 +9,7 @@ from pylog.coordinator.coordinator import SyncResult
 from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.SYNC_GROUP
 VERSIONS = (0, 5)
@@ -24,9 +24,9 @@ async def _parked(pending: asyncio.Future) -> dict[str, Any]:
     return _response(await pending)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> Any:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
-    result = broker.groups.sync_group(body.group_id, body.generation_id, body.member_id,
+    result = node.groups.sync_group(body.group_id, body.generation_id, body.member_id,
                                       body.group_instance_id, body.protocol_type,
                                       body.protocol_name, assignments)
     if isinstance(result, asyncio.Future):

@@ -18,20 +18,20 @@ from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.add_partitions_to_txn import old_fenced
 
 if TYPE_CHECKING:
-    from pylog.server.broker import Broker
+    from pylog.server.context import NodeServices, RequestContext
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 VERSIONS = (0, 3)
 
 
-def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
-    version = header.api_version
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+    version = ctx.api_version
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
                             p.committed_leader_epoch if version >= 2 else -1,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    partition = broker.groups.store.partition_for(body.group_id)
-    code = broker.txns.verify(body.transactional_id, body.producer_id, body.producer_epoch,
+    partition = node.groups.store.partition_for(body.group_id)
+    code = node.txns.verify(body.transactional_id, body.producer_id, body.producer_epoch,
                               OFFSETS_TOPIC, partition)
     if code == ErrorCode.INVALID_PRODUCER_EPOCH:
         code = ErrorCode.PRODUCER_FENCED
@@ -41,7 +41,7 @@ def handle(broker: Broker, header: Any, body: Any) -> dict[str, Any]:
         generation = body.generation_id if version >= 3 else -1
         member = body.member_id if version >= 3 else ""
         instance = body.group_instance_id if version >= 3 else None
-        errors = broker.groups.commit_txn_offsets(body.group_id, body.producer_id,
+        errors = node.groups.commit_txn_offsets(body.group_id, body.producer_id,
                                                   body.producer_epoch, generation, member,
                                                   instance, commits)
     by_topic: dict[str, list[dict[str, int]]] = {}
