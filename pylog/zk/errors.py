@@ -34,6 +34,14 @@ class NoNodeError(ZkError):
         self.path = path
 
 
+class BadVersionError(ZkError):
+    """A conditional write found another data version."""
+
+
+class NotEmptyError(ZkError):
+    """A znode to delete has children."""
+
+
 class TopicExistsError(ZkError):
     """Kafka's TopicExistsException: the topic exists or is being deleted."""
 

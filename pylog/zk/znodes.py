@@ -535,6 +535,16 @@ class ConfigChangesZNode:
         return entity_path
 
 
+class ConfigChange(NamedTuple):
+    """A config change notice: znode name, its sequence number, the entity
+    path it names (``topics/t``) and when it was made (ms)."""
+
+    name: str
+    sequence: int
+    entity_path: str
+    ctime_ms: int
+
+
 def sequence_number(name: str, prefix: str) -> int:
     """The number of a sequential znode ``<prefix><10 digits>`` (-1 if not one)."""
     digits = name[len(prefix):] if name.startswith(prefix) else ""
