@@ -18,7 +18,7 @@ from pylog.zk.server import ZooKeeperServer, ZooKeeperServerError
 
 def _main(args: argparse.Namespace) -> int:
     try:
-        server = ZooKeeperServer(args.config, log="inherit")
+        server = ZooKeeperServer(args.config, log="inherit", die_with_parent=True)
         server.start()
     except ZooKeeperServerError as exc:
         raise ToolError(str(exc)) from None

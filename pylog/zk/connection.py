@@ -4,7 +4,10 @@
   connection at most ``connection_timeout_ms`` and then raises
   :class:`ZkUnavailableError`; a request cut off by a connection loss is sent
   again once reconnected, within the same bound (Kafka's
-  retryRequestsUntilConnected, which waits forever instead).
+  retryRequestsUntilConnected, which waits forever instead).  A write sent
+  again may have been done the first time: a create then finds its znode
+  (KafkaZkClient's ephemeral creates check the owner, as Kafka's do), a
+  compare-and-set reports a conflict and the caller reads again.
 * ``max_in_flight`` (Kafka's zookeeper.max.in.flight.requests) caps the
   requests this client has outstanding: kazoo itself pipelines any number on
   its one connection, so a semaphore here holds the rest back.
@@ -312,6 +315,8 @@ class ZkConnection:
         """Register a watch and arm it: ``on_change`` runs once now (on the event
         thread, before this returns) and then after each change.  Raises
         ZkUnavailableError (and registers nothing) if it cannot be armed."""
+        if self._closed or self._zk is None:
+            raise ZkUnavailableError(f"watch {path}: the ZooKeeper client is not running")
         w = Watch(self, path, children, on_change)
         with self._lock:
             self._watches.add(w)
@@ -335,7 +340,13 @@ class ZkConnection:
                 done.set_exception(exc)
 
         self.submit(run)
-        return done.result()
+        while True:
+            try:
+                return done.result(timeout=1.0)
+            except TimeoutError:
+                # A closed client's event thread runs nothing more: do not wait for it.
+                if not self._thread.is_alive():
+                    raise ZkUnavailableError("the ZooKeeper client is closed") from None
 
     def _forget(self, w: Watch) -> None:
         with self._lock:

@@ -118,7 +118,11 @@ class ZkOps:
                 t.check(ControllerEpochZNode.path(), fence)
             for op in ops:
                 if op.kind == "create":
-                    t.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+                    t.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequence)
+                    if op.data is None:
+                        # kazoo's transactions take only bytes; the wire takes null,
+                        # which Kafka writes (zookeeper-shell's get shows "null").
+                        t.operations[-1] = t.operations[-1]._replace(data=None)
                 elif op.kind == "set":
                     t.set_data(op.path, op.data, op.version)
                 else:

@@ -66,7 +66,7 @@ def check_installed() -> None:
 
 
 def four_letter_word(address: tuple[str, int], word: str, timeout: float = 2.0) -> str:
-    """A ZooKeeper four-letter command's answer (``srvr`` is whitelisted by default)."""
+    """A ZooKeeper four-letter command's answer (``srvr`` is always allowed)."""
     with socket.create_connection(address, timeout=timeout) as s:
         s.sendall(word.encode())
         chunks = []
@@ -82,10 +82,13 @@ class ZooKeeperServer:
     the file's path.  ``log``: ``"file"`` (``<dataDir>/zookeeper.out``) or
     ``"inherit"`` (this process's stdout, for a server in the foreground).
     ``heap_opts``: the JVM's heap flags (default: $KAFKA_HEAP_OPTS, else Kafka's).
+    ``die_with_parent``: the server gets SIGTERM when the thread that started
+    it dies, even by SIGKILL (as Kafka's script, which execs java, dies with
+    it); only for a process that starts it from its main thread.
     """
 
     def __init__(self, properties: Mapping[str, str] | str | Path, log: str = "file",
-                 heap_opts: str | None = None) -> None:
+                 heap_opts: str | None = None, die_with_parent: bool = False) -> None:
         if isinstance(properties, (str, Path)):
             try:
                 text = Path(properties).read_text()
@@ -109,6 +112,7 @@ class ZooKeeperServer:
             raise ValueError(f"log must be 'file' or 'inherit', not {log!r}")
         self.log = log
         self.heap_opts = heap_opts or os.environ.get("KAFKA_HEAP_OPTS") or DEFAULT_HEAP_OPTS
+        self.die_with_parent = die_with_parent
         self.data_dir = Path(self.properties["dataDir"])
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
@@ -144,7 +148,10 @@ class ZooKeeperServer:
         conf.mkdir(exist_ok=True)
         (conf / "log4j.properties").write_text(_LOG4J)
         classpath = [str(conf), str(ZOOKEEPER_JAR), *(str(j) for j in LOGGING_JARS if j.exists())]
-        return [java, *self.heap_opts.split(), f"-Dzookeeper.log.dir={self.data_dir}",
+        # util-linux's setpriv sets the parent-death signal without a preexec_fn.
+        setpriv = shutil.which("setpriv") if self.die_with_parent else None
+        return [*([setpriv, "--pdeathsig", "TERM"] if setpriv else []), java,
+                *self.heap_opts.split(), f"-Dzookeeper.log.dir={self.data_dir}",
                 "-Dzookeeper.root.logger=INFO,CONSOLE",
                 f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}",
                 "-cp", ":".join(classpath), MAIN_CLASS, str(cfg)]
@@ -175,17 +182,23 @@ class ZooKeeperServer:
                 self._close_log()
                 raise ZooKeeperServerError(f"ZooKeeper exited with status {status} while "
                                            f"starting{self._log_tail()}")
-            try:
-                # Any answer (even "not in the whitelist") means it serves clients.
-                if four_letter_word((self.host, self.port), "srvr"):
-                    return self
-            except OSError:
-                pass
+            if self._serving():
+                return self
             if time.monotonic() > deadline:
                 self.stop()
                 raise ZooKeeperServerError(f"ZooKeeper did not answer on {self.address} within "
                                            f"{timeout:g} s{self._log_tail()}")
             time.sleep(0.1)
+
+    def _serving(self) -> bool:
+        """Whether the server answers clients yet: it listens before it serves.
+        (ZooKeeper always allows ``srvr``, whatever 4lw.commands.whitelist says:
+        its own zkServer.sh status needs it.)"""
+        try:
+            answer = four_letter_word((self.host, self.port), "srvr")
+        except OSError:
+            return False
+        return answer.startswith("Zookeeper version")
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM (ZooKeeper shuts down cleanly on it), then SIGKILL after ``timeout``."""
