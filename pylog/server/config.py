@@ -37,6 +37,8 @@ from pylog.log.config import (
     double_value,
     int_value,
 )
+from pylog.properties import PropertiesError
+from pylog.properties import read_properties as _read_properties
 from pylog.server.topic_configs import (
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -388,17 +390,11 @@ def _populate_synonyms(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def read_properties(text: str, source: str = "properties") -> dict[str, str]:
-    """Java-properties-style ``key=value`` (or ``key: value``) lines; # and ! comments."""
-    out: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"{source}:{lineno}: expected key=value, got {line!r}")
-        out[line[:sep].strip()] = line[sep + 1:].strip()
-    return out
+    """pylog.properties.read_properties, a malformed line being a ConfigError."""
+    try:
+        return _read_properties(text, source)
+    except PropertiesError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class BrokerConfig:
