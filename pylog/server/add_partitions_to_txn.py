@@ -31,7 +31,7 @@ def old_fenced(code: int, version: int, first_new: int = 2) -> int:
 
 def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
-    missing = {tp for tp in wanted if node.logs.get_log(*tp) is None}
+    missing = {tp for tp in wanted if node.metadata.partition(*tp) is None}
     if missing:
         codes = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                  else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}

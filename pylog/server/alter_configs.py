@@ -46,7 +46,7 @@ def repeated(resources: list[Any]) -> set[tuple[int, str]]:
     return {key for key, n in seen.items() if n > 1}
 
 
-def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
+async def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
     if r.resource_type == BROKER_LOGGER:
         return result(r, ErrorCode.INVALID_REQUEST, "AlterConfigs is deprecated and does not "
                       "support the resource type BROKER_LOGGER")
@@ -60,20 +60,20 @@ def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
             dynamic_configs.replace(node, r.resource_name,
                                     {c.name: c.value for c in r.configs}, validate_only)
             return result(r)
-        if node.topics.get(r.resource_name) is None:
+        if node.admin.topic_configs(r.resource_name) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic {r.resource_name} does not exist")
-        configs = node.topics.validate_configs({c.name: c.value for c in r.configs})
+        configs = node.admin.validate_configs({c.name: c.value for c in r.configs})
         if not validate_only:
-            node.topics.set_configs(r.resource_name, configs)
+            await node.admin.set_topic_configs(r.resource_name, configs)
     except (TopicError, dynamic_configs.DynamicConfigError) as exc:
         return result(r, exc.code, str(exc))
     return result(r)
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+async def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     twice = repeated(body.resources)
     return {"throttle_time_ms": 0, "responses": [
         result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         if (r.resource_type, r.resource_name) in twice else
-        _alter(node, r, body.validate_only) for r in body.resources]}
+        await _alter(node, r, body.validate_only) for r in body.resources]}

@@ -30,10 +30,10 @@ _INVALID = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 def _check(node: NodeServices, name: str, p: Any) -> tuple[int, str | None]:
-    topic = node.topics.get(name)
+    topic = node.metadata.topic(name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
-    if not 0 <= p.partition_index < topic.partitions:
+    if not 0 <= p.partition_index < topic.count:
         return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"Unable to find partition {name}:{p.partition_index}.")
     if p.replicas is None:

@@ -36,6 +36,7 @@ from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import ProducerIds
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.requests import RequestRouter, served_versions
+from pylog.server.topic_admin import LocalTopicAdmin
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
 
@@ -100,15 +101,16 @@ class Broker:
             lambda: int(time.monotonic() * 1000))
         self.metadata = LocalMetadataCache(self.topics, self.node_id, self.cluster_id,
                                            lambda: self.endpoint, config["broker.rack"])
+        self.admin = LocalTopicAdmin(self.topics, self.node_id, self.auto_create,
+                                     self.delete_topic)
         # What the request handlers get (pylog.server.context), not this node.
         self.services = NodeServices(
             config=config, node_id=self.node_id, replicas=self.replicas, logs=self.logs,
-            topics=self.topics, groups=self.groups, txns=self.txns,
+            admin=self.admin, groups=self.groups, txns=self.txns,
             producer_ids=self.producer_ids, quotas=self.quotas,
             fetch_sessions=self.fetch_sessions, executor=self.executor,
             metadata=self.metadata, api_versions=served_versions(),
-            reconfigure=self._reconfigure, auto_create=self.auto_create,
-            delete_topic=self.delete_topic,
+            reconfigure=self._reconfigure,
             fetch_max_bytes=config["fetch.max.bytes"],
             verify_txn_partitions=config["transaction.partition.verification.enable"])
         self.router = RequestRouter(self.services)

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from pylog.server.client_quotas import ClientQuotas
     from pylog.server.config import BrokerConfig
     from pylog.server.fetch_sessions import FetchSessionCache
-    from pylog.server.metadata_cache import MetadataCache, TopicInfo
+    from pylog.server.metadata_cache import MetadataCache
     from pylog.server.metrics import BrokerMetrics
     from pylog.server.producer_state import ProducerIds
     from pylog.server.replica_manager import ReplicaManager
-    from pylog.server.topics import TopicRegistry
+    from pylog.server.topic_admin import TopicAdmin
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -40,8 +40,8 @@ class NodeServices:
     node_id: int
     replicas: ReplicaManager
     logs: LogManager
-    topics: TopicRegistry
     metadata: MetadataCache
+    admin: TopicAdmin
     groups: GroupCoordinator
     txns: TransactionCoordinator
     producer_ids: ProducerIds
@@ -53,11 +53,6 @@ class NodeServices:
     # Dynamic broker configs changed (AlterConfigs): the node applies them
     # to what it runs (listener quotas, log defaults, the cleaner).
     reconfigure: Callable[[BrokerConfig], None]
-    # Topic auto-creation (Metadata): the topic, or None while a cluster's
-    # controller is still making it; and deletion, which reaches past the
-    # topic registry (coordinators, producer state).
-    auto_create: Callable[[str], TopicInfo | None]
-    delete_topic: Callable[[str], Any]
     metrics: BrokerMetrics | None = None
     fetch_max_bytes: int = 55 * 1024 * 1024
     verify_txn_partitions: bool = True

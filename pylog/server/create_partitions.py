@@ -15,30 +15,26 @@ API_KEY = ApiKey.CREATE_PARTITIONS
 VERSIONS = (0, 3)
 
 
-def _grow(node: NodeServices, t: Any, validate_only: bool, budget: int) -> int:
+async def _grow(node: NodeServices, t: Any, validate_only: bool, budget: int) -> int:
     """Grow (or just check) one topic; the number of partitions it adds."""
-    topic = node.topics.get(t.name)
-    if topic is None:
+    info = node.metadata.topic(t.name)
+    if info is None:
         raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{t.name}' does not exist.")
-    if t.count < topic.partitions:
+    if t.count < info.count:
         raise TopicError(ErrorCode.INVALID_PARTITIONS,
-                         f"Topic currently has {topic.partitions} partitions, which is higher "
+                         f"Topic currently has {info.count} partitions, which is higher "
                          f"than the requested {t.count}.")
-    if t.count == topic.partitions:
+    if t.count == info.count:
         raise TopicError(ErrorCode.INVALID_PARTITIONS,
-                         f"Topic already has {topic.partitions} partitions.")
+                         f"Topic already has {info.count} partitions.")
     if t.assignments is not None:
-        if len(t.assignments) != t.count - topic.partitions:
+        if len(t.assignments) != t.count - info.count:
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"Increasing the number of partitions by "
-                             f"{t.count - topic.partitions} but {len(t.assignments)} "
+                             f"{t.count - info.count} but {len(t.assignments)} "
                              "assignments provided.")
-        for a in t.assignments:
-            if list(a.broker_ids) != [node.node_id]:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"only node {node.node_id} exists")
-    added = t.count - topic.partitions
+    added = t.count - info.count
     if added > budget:
         # Kafka's controller bounds the records one request may write
         # (MAX_RECORDS_PER_USER_OP); growing a topic to 2**31-1 partitions
@@ -46,12 +42,13 @@ def _grow(node: NodeServices, t: Any, validate_only: bool, budget: int) -> int:
         # and leave the node unable to start again.
         raise TopicError(ErrorCode.POLICY_VIOLATION,
                          "Excessively large number of partitions per request.")
-    if not validate_only:
-        node.topics.add_partitions(t.name, t.count)
+    await node.admin.create_partitions(
+        t.name, t.count, None if t.assignments is None else
+        [list(a.broker_ids) for a in t.assignments], validate_only)
     return added
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+async def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     results = []
     # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
     # and is not grown at all.
@@ -65,7 +62,7 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
         if t.name in duplicates:
             continue
         try:
-            budget -= _grow(node, t, body.validate_only, budget)
+            budget -= await _grow(node, t, body.validate_only, budget)
         except TopicError as exc:
             results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc)})
             continue

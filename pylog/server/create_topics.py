@@ -1,4 +1,4 @@
-"""CreateTopics: new topics with this node as the only replica of each partition."""
+"""CreateTopics: new topics, their replicas placed by the node (or as the client asks)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server import topic_configs
+from pylog.server.topic_admin import NewTopic
 from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
@@ -20,37 +21,28 @@ _CREATED_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive"
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
-def _create(node: NodeServices, t: Any, validate_only: bool) -> dict[str, Any]:
+async def _create(node: NodeServices, t: Any, validate_only: bool) -> dict[str, Any]:
     partitions, rf = t.num_partitions, t.replication_factor
+    assignment = None
     if t.assignments:
         if partitions != -1 or rf != -1:
             raise TopicError(ErrorCode.INVALID_REQUEST, "Both numPartitions or "
                              "replicationFactor and replicasAssignments were set.")
-        for a in t.assignments:
-            if list(a.broker_ids) != [node.node_id]:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"only node {node.node_id} exists")
         if sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
-        partitions, rf = len(t.assignments), 1
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        partitions, rf = len(t.assignments), len(t.assignments[0].broker_ids)
     if partitions == -1:
         partitions = node.config["num.partitions"]
     if rf == -1:
         rf = node.config["default.replication.factor"]
-    if rf != 1:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"Replication factor: {rf} larger than available brokers: 1.")
     raw = {c.name: c.value for c in t.configs}
-    node.topics.check_create(t.name, partitions, raw)  # name, existence, count, configs
-    configs = node.topics.validate_configs(raw)
-    if not validate_only:
-        topic = node.topics.create(t.name, partitions, configs)
-        topic_id = topic.topic_id
-    else:
-        topic_id = None
+    new = NewTopic(t.name, partitions, rf, assignment, raw)
+    topic_id = await node.admin.create_topic(new, validate_only)
+    configs = node.admin.validate_configs(raw)
     return {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
-            "num_partitions": partitions, "replication_factor": 1,
+            "num_partitions": partitions, "replication_factor": rf,
             "configs": [{k: c[k] for k in _CREATED_FIELDS}
                         for c in topic_configs.describe(configs, node.config)]}
 
@@ -76,7 +68,7 @@ def _refuse_all(body: Any, code: int, message: str) -> dict[str, Any]:
         for t in body.topics]}
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+async def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     results = []
     # As Kafka's ControllerApis: a name given twice gets one INVALID_REQUEST
     # and is not created at all.
@@ -91,8 +83,18 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
                         "error_message": "Duplicate topic name.", "configs": None})
     for t in unique:
         try:
-            results.append(_create(node, t, body.validate_only))
+            results.append(await _create(node, t, body.validate_only))
         except TopicError as exc:
             results.append({"name": t.name, "error_code": exc.code, "error_message": str(exc),
                             "configs": None})
+    if not body.validate_only:
+        # A cluster: answered once this node's metadata shows every new
+        # partition with a leader, or timeout_ms passed (REQUEST_TIMED_OUT;
+        # the topic is created all the same, as in Kafka).
+        made = [r["name"] for r in results if r["error_code"] == 0]
+        late = await node.admin.await_created(made, body.timeout_ms)
+        for r in results:
+            exc = late.get(r["name"])
+            if exc is not None:
+                r.update(error_code=exc.code, error_message=str(exc))
     return {"throttle_time_ms": 0, "topics": results}

@@ -32,9 +32,9 @@ def _refused(index: int, code: int) -> dict[str, Any]:
 
 def _partition(node: NodeServices, topic: str, p: Any) -> dict[str, Any]:
     index = p.partition_index
-    log = node.logs.get_log(topic, index)
-    if log is None:
-        return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    log = node.replicas.leader_log(topic, index)  # DeleteRecords goes to each leader
+    if type(log) is int:
+        return _refused(index, log)
     if topic in INTERNAL_TOPICS:  # ReplicaManager.deleteRecordsOnLocalLog
         return _refused(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not log.config.delete:  # Partition.deleteRecordsOnLeader

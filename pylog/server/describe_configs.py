@@ -184,13 +184,13 @@ def _resource(node: NodeServices, r: Any, version: int, body: Any) -> dict[str, 
     out = {"resource_type": r.resource_type, "resource_name": r.resource_name,
            "error_code": 0, "error_message": None, "configs": []}
     if r.resource_type == TOPIC:
-        topic = node.topics.get(r.resource_name)
-        if topic is None:
+        explicit = node.admin.topic_configs(r.resource_name)
+        if explicit is None:
             out.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        error_message=f"Topic {r.resource_name} does not exist")
             return out
         out["configs"] = topic_configs.describe(
-            topic.configs, node.config, r.configuration_keys,
+            explicit, node.config, r.configuration_keys,
             synonyms=version >= 1 and body.include_synonyms,
             documentation=version >= 3 and body.include_documentation)
     elif r.resource_type == BROKER:

@@ -38,9 +38,10 @@ UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 
 
 def _partition(node: NodeServices, topic: str, index: int) -> dict[str, Any]:
-    log = node.logs.get_log(topic, index) if index >= 0 else None
-    if log is None:
-        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    log = node.replicas.leader_log(topic, index) if index >= 0 else None
+    if log is None or type(log) is int:
+        return {"partition_index": index, "error_code": log if type(log) is int
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "error_message": None, "active_producers": []}
     state = node.replicas.producer_state(topic, index)
     producers = [
@@ -64,7 +65,7 @@ def _topic(node: NodeServices, t: Any) -> dict[str, Any]:
         validate_name(name)  # KafkaApis.checkValidTopic
     except TopicError as exc:
         return {"name": name, "partitions": _refused(t.partition_indexes, exc.code, str(exc))}
-    if node.topics.get(name) is None:
+    if node.metadata.topic(name) is None:
         return {"name": name, "partitions": _refused(
             t.partition_indexes, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_MESSAGE)}
     return {"name": name, "partitions": [_partition(node, name, i)

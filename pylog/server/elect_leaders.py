@@ -36,10 +36,10 @@ def _result(index: int, code: int, message: str | None) -> dict[str, Any]:
 
 
 def _elect(node: NodeServices, name: str, index: int) -> dict[str, Any]:
-    topic = node.topics.get(name)
+    topic = node.metadata.topic(name)
     if topic is None:
         return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {name}")
-    if not 0 <= index < topic.partitions:
+    if not 0 <= index < topic.count:
         return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        f"No such partition as {name}-{index}")
     return _result(index, ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED)
@@ -56,7 +56,7 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
                     for t in requested or ()]}
     if requested is None:
         results = [{"topic": name, "partition_result": []}
-                   for name in list(node.topics.topics)]
+                   for name in node.metadata.topic_names()]
     else:
         results = [{"topic": t.topic, "partition_result": [
             _elect(node, t.topic, p) for p in t.partitions]} for t in requested]

@@ -93,7 +93,7 @@ def _alter_broker(node: NodeServices, r: Any, validate_only: bool) -> None:
     dynamic_configs.replace(node, r.resource_name, updated, validate_only)
 
 
-def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
+async def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
     if r.resource_type == broker_loggers.BROKER_LOGGER:
         try:
             broker_loggers.alter(r, node.node_id, validate_only)
@@ -110,28 +110,28 @@ def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
             return result(r, exc.code, str(exc))
         return result(r)
     try:
-        topic = node.topics.get(r.resource_name)
-        if topic is None:
+        current = node.admin.topic_configs(r.resource_name)
+        if current is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic {r.resource_name} does not exist")
         names = [op.name for op in r.configs]
         if len(set(names)) != len(names):
             raise TopicError(ErrorCode.INVALID_REQUEST,
                              "Error due to duplicate config keys")
-        updated = dict(topic.configs)
+        updated = dict(current)
         for op in r.configs:
             _apply(updated, op)
-        configs = node.topics.validate_configs(updated)
+        configs = node.admin.validate_configs(updated)
         if not validate_only:
-            node.topics.set_configs(r.resource_name, configs)
+            await node.admin.set_topic_configs(r.resource_name, configs)
     except TopicError as exc:
         return result(r, exc.code, str(exc))
     return result(r)
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+async def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     twice = repeated(body.resources)
     return {"throttle_time_ms": 0, "responses": [
         result(r, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
         if (r.resource_type, r.resource_name) in twice else
-        _alter(node, r, body.validate_only) for r in body.resources]}
+        await _alter(node, r, body.validate_only) for r in body.resources]}

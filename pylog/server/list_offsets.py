@@ -50,9 +50,9 @@ def log_corrupt_read(exc: CorruptRecordError, topic: str, partition: int) -> Non
 def _partition(node: NodeServices, topic: str, p: Any, version: int,
                committed: bool) -> dict[str, Any]:
     index = p.partition_index
-    log = node.logs.get_log(topic, index)
-    if log is None:
-        return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    log = node.replicas.leader_log(topic, index)
+    if type(log) is int:
+        return _refused(index, log)
     error = epoch_error(p.current_leader_epoch, log.leader_epoch)
     if error:
         return _refused(index, error)

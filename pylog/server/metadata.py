@@ -124,7 +124,7 @@ def _requested(node: NodeServices, version: int, body: Any) -> list[dict[str, An
         found = metadata.topic(name)
         if found is None and allow_create:
             try:
-                found = node.auto_create(name)
+                found = node.admin.auto_create(name)
             except TopicError as exc:
                 topics.append(_error(name, exc.code))
                 continue

@@ -14,8 +14,7 @@ VERSIONS = (0, 0)
 
 
 def _exists(node: NodeServices, topic: str, partition: int) -> bool:
-    found = node.topics.get(topic)
-    return found is not None and 0 <= partition < found.partitions
+    return node.metadata.partition(topic, partition) is not None
 
 
 def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:

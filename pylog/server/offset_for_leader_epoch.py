@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.protocol import ApiKey, ErrorCode
+from pylog.protocol import ApiKey
 from pylog.server.list_offsets import epoch_error
 
 if TYPE_CHECKING:
@@ -43,9 +43,9 @@ def end_offset_for(log: Log, requested: int) -> tuple[int, int]:
 def _partition(node: NodeServices, topic: str, p: Any) -> dict[str, Any]:
     out = {"partition": p.partition, "error_code": 0,
            "leader_epoch": UNDEFINED_EPOCH, "end_offset": UNDEFINED_OFFSET}
-    log = node.logs.get_log(topic, p.partition)
-    if log is None:
-        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    log = node.replicas.leader_log(topic, p.partition)
+    if type(log) is int:
+        out["error_code"] = log
         return out
     error = epoch_error(p.current_leader_epoch, log.leader_epoch)  # -1 before v2
     if error:

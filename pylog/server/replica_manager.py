@@ -27,7 +27,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.protocol import ErrorCode
 from pylog.records.markers import marker_batch
 from pylog.server import producer_state
-from pylog.server.partition import Partition
+from pylog.server.partition import NO_LEADER, Partition
 from pylog.server.producer_state import PartitionProducers, ProducerBatch
 
 if TYPE_CHECKING:
@@ -44,9 +44,13 @@ OffsetsMarker = Callable[[int, int, int, bool, int], None]
 
 class ReplicaManager:
     def __init__(self, logs: LogManager, node_id: int,
-                 producer_id_expiration_ms: Callable[[], int]) -> None:
+                 producer_id_expiration_ms: Callable[[], int], *,
+                 lead_local_logs: bool = True) -> None:
         self.logs = logs
         self.node_id = node_id
+        # The embedded single node leads every partition it has a log of; a
+        # cluster node leads none until the controller's LeaderAndIsr says so.
+        self.lead_local_logs = lead_local_logs
         # Read on each use: producer.id.expiration.ms is a dynamic config.
         self._expiration_ms = producer_id_expiration_ms
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -77,6 +81,8 @@ class ReplicaManager:
 
     def _partition(self, tp: TopicPartition, lg: Log) -> Partition:
         part = self._partitions[tp] = Partition(tp[0], tp[1], self.node_id, lg)
+        if not self.lead_local_logs:
+            part.leader_id = NO_LEADER
         return part
 
     def get(self, topic: str, index: int) -> Partition | None:
@@ -119,6 +125,46 @@ class ReplicaManager:
             if part is not None:
                 part.log = None
                 part.notify()
+
+    # -- the controller's requests (a cluster) ----------------------------------------
+
+    def apply_leader_and_isr(self, topic: str, index: int, leader: int, leader_epoch: int,
+                             isr: list[int], replicas: list[int], partition_epoch: int,
+                             controller_epoch: int, make_log: Callable[[], Log]) -> int:
+        """One partition of a LeaderAndIsr (Kafka's makeLeaders/makeFollowers):
+        its log made if this node has none (``make_log``), then who leads at
+        which epoch.  An epoch older than the one applied already is refused
+        (STALE_CONTROLLER_EPOCH, as Kafka answers it); the error code, 0 when
+        applied.  The caller tells the coordinators and fetchers."""
+        part = self._partitions.get((topic, index)) or self.get(topic, index)
+        if part is not None and leader_epoch < part.leader_epoch:
+            log.warning("ignoring LeaderAndIsr for %s-%d at leader epoch %d: %d applied "
+                        "already", topic, index, leader_epoch, part.leader_epoch)
+            return int(ErrorCode.STALE_CONTROLLER_EPOCH)
+        if part is None:
+            part = self._partition((topic, index), make_log())
+        lg = part.log
+        assert lg is not None
+        part.leader_id = leader
+        part.leader_epoch = lg.leader_epoch = leader_epoch
+        part.isr, part.replicas = list(isr), list(replicas)
+        part.partition_epoch = partition_epoch
+        part.controller_epoch = controller_epoch
+        part.notify()  # parked fetches re-read: fenced or led elsewhere now
+        return 0
+
+    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
+        """StopReplica: this node serves the partition no more; with ``delete``
+        its log goes too (topic deletion, a moved replica), else it stays on
+        disk for a later LeaderAndIsr."""
+        part = self._partitions.get((topic, index))
+        if part is not None:
+            part.leader_id = NO_LEADER
+            part.notify()
+        if delete:
+            self._partitions.pop((topic, index), None)
+            if self.logs.get_log(topic, index) is not None:
+                self.logs.delete_log(topic, index)
 
     # -- producer state --------------------------------------------------------
 

@@ -18,7 +18,6 @@ told TOPIC_ALREADY_EXISTS.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import json
@@ -35,6 +34,7 @@ from pathlib import Path
 from pylog.log import Log, LogConfig, LogManager
 from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
+from pylog.protocol.uuids import parse_uuid, uuid_text
 from pylog.server import topic_configs
 
 TOPICS_FILE = "pylog-topics.json"
@@ -89,15 +89,6 @@ def validate_name(name: str | None) -> None:
                          "alphanumerics, '.', '_' and '-'")
 
 
-def _id_text(topic_id: uuid.UUID) -> str:
-    # Kafka prints Uuids as URL-safe base64 without padding.
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-
-
-def _id_parse(text: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-
-
 def load_topic_configs(log_dir: Path) -> dict[str, dict[str, str]]:
     """Topic configs from the registry file, before the logs are opened (the log
     manager needs each topic's LogConfig to load its partitions)."""
@@ -134,7 +125,7 @@ class TopicRegistry:
         for name in finished:
             self.logs.delete_topic(name)
             entry = saved.pop(name)
-            self._deleting[name] = Topic(name, _id_parse(entry["id"]), 0, {})
+            self._deleting[name] = Topic(name, parse_uuid(entry["id"]), 0, {})
         self.finished_deletions = finished
         counts: dict[str, int] = {}
         for topic, partition in self.logs.logs():
@@ -148,7 +139,7 @@ class TopicRegistry:
         for name, count in counts.items():
             entry = saved.get(name, {})
             topic_id = self._read_partition_id(name) or (
-                _id_parse(entry["id"]) if "id" in entry else uuid.uuid4())
+                parse_uuid(entry["id"]) if "id" in entry else uuid.uuid4())
             count = max(count, int(entry.get("partitions", 0)))
             topic = Topic(name, topic_id, count, dict(entry.get("configs", {})))
             self._add(topic)
@@ -170,7 +161,7 @@ class TopicRegistry:
             for line in path.read_text().splitlines():
                 key, _, value = line.partition(":")
                 if key.strip() == "topic_id":
-                    return _id_parse(value.strip())
+                    return parse_uuid(value.strip())
         except (OSError, ValueError):
             return None
         return None
@@ -178,14 +169,14 @@ class TopicRegistry:
     def _write_partition_metadata(self, topic: Topic, partition: int) -> None:
         path = self.logs.dir / f"{topic.name}-{partition}" / PARTITION_METADATA
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"version: 0\ntopic_id: {_id_text(topic.topic_id)}\n")
+        tmp.write_text(f"version: 0\ntopic_id: {uuid_text(topic.topic_id)}\n")
         os.replace(tmp, path)
 
     def _save(self) -> None:
-        data = {t.name: {"id": _id_text(t.topic_id), "partitions": t.partitions,
+        data = {t.name: {"id": uuid_text(t.topic_id), "partitions": t.partitions,
                          "configs": t.configs} for t in self.topics.values()}
         for t in self._deleting.values():
-            data.setdefault(t.name, {"id": _id_text(t.topic_id), "deleted": True})
+            data.setdefault(t.name, {"id": uuid_text(t.topic_id), "deleted": True})
         write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
 
     # -- queries -------------------------------------------------------------

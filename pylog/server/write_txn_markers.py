@@ -43,7 +43,7 @@ VERSIONS = (0, 1)
 
 
 def _write(node: NodeServices, topic: str, partition: int, marker: Any) -> int:
-    if node.topics.get(topic) is None:
+    if node.metadata.topic(topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if marker.coordinator_epoch > COORDINATOR_EPOCH:
         log.warning("WriteTxnMarkers for producer %d in %s-%d refused: coordinator epoch %d "
