@@ -26,19 +26,27 @@ from pylog.io.backend import get_backend
 from pylog.log import LogManager, meta_properties
 from pylog.net.listener import Listener
 from pylog.net.request_queue import RequestQueue
-from pylog.server import dynamic_configs
+from pylog.server import dynamic_configs, zk_node
 from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.context import NodeServices
 from pylog.server.fetch_sessions import FetchSessionCache
-from pylog.server.metadata_cache import LocalMetadataCache, TopicInfo
+from pylog.server.metadata_cache import (
+    ClusterMetadataCache,
+    LocalMetadataCache,
+    MetadataCache,
+    TopicInfo,
+)
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import ProducerIds
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.requests import RequestRouter, served_versions
-from pylog.server.topic_admin import LocalTopicAdmin
+from pylog.server.topic_admin import LocalTopicAdmin, TopicAdmin
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
+from pylog.server.zk_node import ZkNode
+from pylog.server.zk_topic_admin import ZkTopicAdmin
+from pylog.zk.client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +61,31 @@ class Broker:
         if config["process.roles"]:
             # KRaft: the operator formats the dir first, as Kafka requires.
             meta_properties.require(self.log_dir)
+        # A cluster (zookeeper.connect): its id and this node's from ZooKeeper,
+        # and every topic's explicit configs (the logs open with them).
+        self.zk: KafkaZkClient | None = None
+        cluster_id = None
+        if config["zookeeper.connect"]:
+            self.zk = zk_node.connect(config)
+            try:
+                cluster_id, node_id = zk_node.join_ids(self.zk, config,
+                                                       meta_properties.read(self.log_dir))
+                config.set_node_id(node_id)
+                self.node_id = node_id
+                saved = self.zk.get_entity_configs("topics")
+            except BaseException:
+                self.zk.close()
+                raise
+        else:
+            saved = load_topic_configs(self.log_dir)
         # The dynamic broker configs saved by AlterConfigs: the logs open with
         # the topic defaults they give (pylog.server.dynamic_configs).
         dynamic_configs.load(config)
         default = config.log_config
-        saved = load_topic_configs(self.log_dir)
         topic_configs = {name: log_config(props, default)
                          for name, props in saved.items() if props}
         self.logs = LogManager(self.log_dir, default, node_id=self.node_id,
+                               cluster_id=cluster_id,
                                backend=get_backend(config["io.backend"]),
                                topic_configs=topic_configs,
                                manager_config=config.manager_config,
@@ -77,7 +102,8 @@ class Broker:
         self.producer_ids = ProducerIds(self.log_dir)
         # The partitions and their producer state (after the log recovery).
         self.replicas = ReplicaManager(self.logs, self.node_id,
-                                       lambda: self.config["producer.id.expiration.ms"])
+                                       lambda: self.config["producer.id.expiration.ms"],
+                                       lead_local_logs=self.zk is None)
         self.replicas.offsets_marker = self.groups.complete_txn
         self.groups.store.on_txn_write = self.replicas.offsets_txn_written
         # Transactions: their state from __transaction_state, and those a
@@ -99,10 +125,24 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"],
             lambda: int(time.monotonic() * 1000))
-        self.metadata = LocalMetadataCache(self.topics, self.node_id, self.cluster_id,
-                                           lambda: self.endpoint, config["broker.rack"])
-        self.admin = LocalTopicAdmin(self.topics, self.node_id, self.auto_create,
-                                     self.delete_topic)
+        self.cluster: ZkNode | None = None
+        if self.zk is None:
+            self.metadata: MetadataCache = LocalMetadataCache(
+                self.topics, self.node_id, self.cluster_id, lambda: self.endpoint,
+                config["broker.rack"])
+            self.admin: TopicAdmin = LocalTopicAdmin(self.topics, self.node_id,
+                                                     self.auto_create, self.delete_topic)
+        else:
+            metadata = ClusterMetadataCache(self.node_id, self.cluster_id,
+                                            config.listeners[0].name)
+            self.cluster = ZkNode(config, self.zk, self.node_id, self.logs, self.replicas,
+                                  metadata, saved, self.topics.log_config)
+            admin = ZkTopicAdmin(self.zk, metadata, self.cluster.executor, saved,
+                                 num_partitions=config["num.partitions"],
+                                 default_replication_factor=config["default.replication.factor"],
+                                 internal_topic=self._internal_topic)
+            self.cluster.on_metadata = admin.changed.set
+            self.metadata, self.admin = metadata, admin
         # What the request handlers get (pylog.server.context), not this node.
         self.services = NodeServices(
             config=config, node_id=self.node_id, replicas=self.replicas, logs=self.logs,
@@ -112,7 +152,8 @@ class Broker:
             metadata=self.metadata, api_versions=served_versions(),
             reconfigure=self._reconfigure,
             fetch_max_bytes=config["fetch.max.bytes"],
-            verify_txn_partitions=config["transaction.partition.verification.enable"])
+            verify_txn_partitions=config["transaction.partition.verification.enable"],
+            cluster=self.cluster)
         self.router = RequestRouter(self.services)
         listener = config.listeners[0]
         self.listener = Listener(
@@ -141,6 +182,19 @@ class Broker:
         else:
             self.topics.create(name, self.config["num.partitions"])
         return self.metadata.topic(name)
+
+    def _internal_topic(self, name: str) -> tuple[int, int, dict[str, str]] | None:
+        """(partitions, replication factor, configs) of an internal topic, as
+        its coordinator makes it in a cluster; None for another topic."""
+        if name == OFFSETS_TOPIC:
+            store = self.groups.store
+            rf = self.config["offsets.topic.replication.factor"]
+        elif name == TXN_TOPIC:
+            store = self.txns.store
+            rf = self.config["transaction.state.log.replication.factor"]
+        else:
+            return None
+        return store.configured_partitions, rf, dict(store.topic_configs)
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.delete(name)
@@ -183,6 +237,8 @@ class Broker:
         self.replicas.start()
         port = await self.listener.start()
         self.endpoint = self.config.advertised(port)
+        if self.cluster is not None:  # registered once the listener is bound
+            await self.cluster.start(self.endpoint)
         if self.metrics is not None:
             await self.metrics.start()
         self.groups.start()
@@ -205,7 +261,11 @@ class Broker:
                 _every(job, every_ms / 1000)))
 
     async def stop(self) -> None:
-        """Stop accepting, answer what was read, then close the logs cleanly."""
+        """Stop accepting, answer what was read, then close the logs cleanly.
+        In a cluster, leadership moves off this node first (controlled
+        shutdown, while it still serves), and it leaves ZooKeeper last."""
+        if self.cluster is not None:
+            await self.cluster.controlled_shutdown()
         self.stopping = self.replicas.stopping = True
         self.listener.stop_accepting()
         if self.metrics is not None:
@@ -220,6 +280,8 @@ class Broker:
         await self.replicas.close()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.logs.close)
         self.executor.shutdown(wait=True)
+        if self.cluster is not None:
+            await self.cluster.close()
 
 
 async def _every(job: Callable[[], Any], interval_s: float) -> None:

@@ -514,6 +514,11 @@ class BrokerConfig:
     def node_id(self) -> int:
         return self["node.id"]
 
+    def set_node_id(self, node_id: int) -> None:
+        """The id a cluster node found for itself (stored in meta.properties,
+        or generated from ZooKeeper's /brokers/seqid) when none was set."""
+        self._values["node.id"] = self._values["broker.id"] = node_id
+
     @property
     def log_dir(self) -> Path:
         return Path(self["log.dirs"][0]).expanduser().resolve()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pylog.server.producer_state import ProducerIds
     from pylog.server.replica_manager import ReplicaManager
     from pylog.server.topic_admin import TopicAdmin
+    from pylog.server.zk_node import ZkNode
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -54,6 +55,9 @@ class NodeServices:
     # to what it runs (listener quotas, log defaults, the cleaner).
     reconfigure: Callable[[BrokerConfig], None]
     metrics: BrokerMetrics | None = None
+    # This node's membership of a ZooKeeper-mode cluster; None for the
+    # embedded single node.
+    cluster: ZkNode | None = None
     fetch_max_bytes: int = 55 * 1024 * 1024
     verify_txn_partitions: bool = True
 

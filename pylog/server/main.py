@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from pylog.log.errors import LogError
 from pylog.server.config import BrokerConfig, ConfigError
+from pylog.server.zk_node import ClusterMembershipError
+from pylog.zk.errors import ZkError
 
 log = logging.getLogger("pylog.broker")
 
@@ -137,9 +139,11 @@ def run(config_path: str | None, overrides: Sequence[str], nodes: int = 1) -> in
     except OSError as exc:  # the port is taken, the log dir is not writable, ...
         print(f"pylog broker: {exc}", file=sys.stderr)
         return 1
-    except (ValueError, LogError) as exc:
+    except (ValueError, LogError, ZkError, ClusterMembershipError) as exc:
         # meta.properties of another node or cluster; the log dir locked by
-        # another broker (LogDirLockedError)
+        # another broker (LogDirLockedError); ZooKeeper unreachable
+        # (zookeeper.connection.timeout.ms), the node id registered by
+        # another broker, the wrong cluster
         print(f"pylog broker: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -38,6 +38,7 @@ from pylog.server import (
     alter_configs,
     alter_partition_reassignments,
     api_versions,
+    controlled_shutdown,
     create_acls,
     create_partitions,
     create_topics,
@@ -62,6 +63,7 @@ from pylog.server import (
     incremental_alter_configs,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -74,9 +76,11 @@ from pylog.server import (
     offset_for_leader_epoch,
     produce,
     push_telemetry,
+    stop_replica,
     sync_group,
     txn_offset_commit,
     unsupported,
+    update_metadata,
     write_txn_markers,
 )
 from pylog.server.context import RequestContext
@@ -103,7 +107,9 @@ HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets,
                    describe_client_quotas, alter_client_quotas,
                    # consumer groups and committed offsets
                    join_group, sync_group, heartbeat, leave_group, offset_commit,
-                   offset_fetch, list_groups, describe_groups, delete_groups, offset_delete)
+                   offset_fetch, list_groups, describe_groups, delete_groups, offset_delete,
+                   # a cluster's inter-broker requests (pylog.server.zk_node)
+                   leader_and_isr, update_metadata, stop_replica, controlled_shutdown)
 
 _PLAIN = (bytes, list)
 

@@ -89,6 +89,14 @@ def validate_name(name: str | None) -> None:
                          "alphanumerics, '.', '_' and '-'")
 
 
+def write_partition_metadata(partition_dir: Path, topic_id: uuid.UUID) -> None:
+    """Kafka's ``partition.metadata``: the topic id beside the partition's segments."""
+    path = partition_dir / PARTITION_METADATA
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"version: 0\ntopic_id: {uuid_text(topic_id)}\n")
+    os.replace(tmp, path)
+
+
 def load_topic_configs(log_dir: Path) -> dict[str, dict[str, str]]:
     """Topic configs from the registry file, before the logs are opened (the log
     manager needs each topic's LogConfig to load its partitions)."""
@@ -167,10 +175,7 @@ class TopicRegistry:
         return None
 
     def _write_partition_metadata(self, topic: Topic, partition: int) -> None:
-        path = self.logs.dir / f"{topic.name}-{partition}" / PARTITION_METADATA
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"version: 0\ntopic_id: {uuid_text(topic.topic_id)}\n")
-        os.replace(tmp, path)
+        write_partition_metadata(self.logs.dir / f"{topic.name}-{partition}", topic.topic_id)
 
     def _save(self) -> None:
         data = {t.name: {"id": uuid_text(t.topic_id), "partitions": t.partitions,
