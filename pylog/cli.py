@@ -22,7 +22,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_broker(args: argparse.Namespace) -> int:
     from pylog.server.main import run
 
-    return run(args.config, args.override or [], args.nodes)
+    return run(args.config, args.override or [], args.nodes, args.zookeeper_config)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="server.properties file")
     p.add_argument("--override", action="append", metavar="KEY=VALUE",
                    help="set a server.properties key (repeatable; wins over --config)")
-    p.add_argument("--nodes", type=int, default=1, help="number of node processes")
+    p.add_argument("--nodes", type=int, default=1,
+                   help="number of node processes: more than 1 runs a cluster on this host "
+                   "(a supervisor, ZooKeeper unless zookeeper.connect is set, node i on the "
+                   "listener's port + i with data in <log.dirs>/node-<i>)")
+    p.add_argument("--zookeeper-config", metavar="zookeeper.properties",
+                   help="with --nodes: the ZooKeeper server's properties (default: data in "
+                   "<log.dirs>/zookeeper, a free port on 127.0.0.1)")
     p.set_defaults(func=_cmd_broker)
 
     p = sub.add_parser("info", help="show version and native implementations in use")

@@ -4,6 +4,7 @@ directory that needs one (the fixtures live in each directory's conftest)."""
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import resource
 import select
@@ -40,6 +41,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(count: int, tries: int = 50) -> int:
+    """The first of ``count`` consecutive free ports on 127.0.0.1 (a
+    cluster's nodes listen on port, port + 1, ...)."""
+    for _ in range(tries):
+        first = free_port()
+        if first + count - 1 > 65535:
+            continue
+        try:
+            with contextlib.ExitStack() as stack:
+                for port in range(first + 1, first + count):
+                    s = stack.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    raise AssertionError(f"no {count} consecutive free ports found")
 
 
 class BrokerProcess:

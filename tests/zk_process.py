@@ -1,5 +1,6 @@
 """A real ZooKeeper server (Debian's package, through pylog.zk.server) for any
-test directory that needs one; the fixtures live in each directory's conftest."""
+test directory that needs one; the session's server is tests/conftest.py's
+zk_server fixture."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pylog.zk.server import ZooKeeperServer
 TICK_TIME_MS = 500
 # A small heap: the tests share the machine with brokers.
 HEAP_OPTS = "-Xmx128m"
+ZK_SERVER_SH = Path("/usr/share/zookeeper/bin/zkServer.sh")
 
 
 def start_zookeeper(data_dir: Path, port: int | None = None) -> ZooKeeperServer:

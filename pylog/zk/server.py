@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from pylog.orphans import die_with_parent
 from pylog.properties import read_properties
 from pylog.zk.errors import ZkError
 
@@ -148,9 +149,7 @@ class ZooKeeperServer:
         conf.mkdir(exist_ok=True)
         (conf / "log4j.properties").write_text(_LOG4J)
         classpath = [str(conf), str(ZOOKEEPER_JAR), *(str(j) for j in LOGGING_JARS if j.exists())]
-        # util-linux's setpriv sets the parent-death signal without a preexec_fn.
-        setpriv = shutil.which("setpriv") if self.die_with_parent else None
-        return [*([setpriv, "--pdeathsig", "TERM"] if setpriv else []), java,
+        return [*(die_with_parent("TERM") if self.die_with_parent else []), java,
                 *self.heap_opts.split(), f"-Dzookeeper.log.dir={self.data_dir}",
                 "-Dzookeeper.root.logger=INFO,CONSOLE",
                 f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}",

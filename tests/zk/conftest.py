@@ -1,5 +1,5 @@
-"""A real ZooKeeper server for the pylog.zk tests (one per session), a chroot
-of its own for each test, and a started KafkaZkClient on it."""
+"""A chroot of its own for each pylog.zk test on the session's real ZooKeeper
+server (zk_server, tests/conftest.py), and a started KafkaZkClient on it."""
 
 from __future__ import annotations
 
@@ -11,32 +11,11 @@ from kazoo.client import KazooClient
 from zk_process import chroot_for, start_zookeeper
 
 from pylog.zk.client import KafkaZkClient
-from pylog.zk.server import ZOOKEEPER_JAR, ZooKeeperServer, ZooKeeperServerError, check_installed
+from pylog.zk.server import ZooKeeperServer
 
-ZK_SERVER_SH = Path("/usr/share/zookeeper/bin/zkServer.sh")
 # Client timeouts: sessions outlive a quick server restart; calls give up fast.
 SESSION_TIMEOUT_MS = 8000
 CONNECTION_TIMEOUT_MS = 3000
-
-
-@pytest.fixture(scope="session")
-def zookeeper_installed(system_command: Callable[[str, str], str | None]) -> None:
-    """Debian's zookeeper package, installed with apt where it is missing (as
-    root); the tests skip only where that cannot be done."""
-    if not ZOOKEEPER_JAR.is_file():
-        system_command(str(ZK_SERVER_SH), "zookeeper")
-    try:
-        check_installed()
-    except ZooKeeperServerError as exc:
-        pytest.skip(f"{exc} (and it could not be installed here)")
-
-
-@pytest.fixture(scope="session")
-def zk_server(zookeeper_installed: None, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[ZooKeeperServer]:
-    server = start_zookeeper(tmp_path_factory.mktemp("zookeeper"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture
