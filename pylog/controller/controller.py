@@ -178,8 +178,7 @@ class Controller:
     def _resign(self, why: str) -> None:
         if not self.active:
             return
-        log.warning("node %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch,
-                    why)
+        log.info("node %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why)
         self.active = False
         for w in self._watches + list(self._topic_watches.values()):
             w.cancel()
@@ -194,7 +193,7 @@ class Controller:
     async def _become(self, epoch: int, epoch_zk_version: int) -> None:
         """Kafka's onControllerFailover: read the cluster from ZooKeeper, elect
         what has no leader, and tell every broker everything."""
-        log.warning("node %d is the controller (epoch %d)", self.broker_id, epoch)
+        log.info("node %d is the controller (epoch %d)", self.broker_id, epoch)
         self.active = True
         self.epoch, self.epoch_zk_version = epoch, epoch_zk_version
         self.ctx = ctx = ControllerContext()

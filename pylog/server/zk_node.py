@@ -179,7 +179,10 @@ class ZkNode:
     async def controlled_shutdown(self) -> None:
         """The first step of stopping: leadership moves off this node."""
         self.stopping = True
-        if self.config["controlled.shutdown.enable"]:
+        # Nothing to move when this node leads no partition with another
+        # replica (Kafka asks all the same; the answer would be empty).
+        if self.config["controlled.shutdown.enable"] and any(
+                p.is_leader and len(p.replicas) > 1 for p in self.replicas.partitions()):
             await self._controlled_shutdown()
 
     async def close(self) -> None:
