@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,11 +25,13 @@ from pylog.log.config import LONG_MAX, LogConfig
 from pylog.log.drop_behind import DropBehind
 from pylog.log.durable import fsync_dir, write_atomically
 from pylog.log.errors import (
+    InvalidOffsetError,
     LogClosedError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordSetTooLargeError,
 )
+from pylog.log.leader_epoch_cache import LeaderEpochCache
 from pylog.log.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, swap_end_path
 from pylog.log.time_index import TimestampOffset
 from pylog.records import stamp, validate, validate_summary
@@ -42,6 +45,10 @@ MAX_TIMESTAMP = -3
 # KIP-405's earliest offset kept locally: the log start, with no tiered storage.
 EARLIEST_LOCAL_TIMESTAMP = -4
 _NO_LIMIT = 2**63 - 1
+# Batch header fields the follower append reads (big-endian, at their offsets).
+_EPOCH = struct.Struct(">i")       # partitionLeaderEpoch @12
+_LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta @23
+_MAX_TS = struct.Struct(">q")      # maxTimestamp @35
 
 
 def wall_clock_ms() -> int:
@@ -111,12 +118,18 @@ class Log:
         self.config = config
         self.backend = backend
         self.time_ms = time_ms
-        self.leader_epoch = leader_epoch
+        # Which leader epoch wrote which offsets (leader-epoch-checkpoint):
+        # entries past the recovered log end go, as Kafka's loader drops them.
+        self.epochs = LeaderEpochCache(self.dir)
         self._lock = threading.RLock()
         self._flush_lock = threading.RLock()  # see flush()
         self._segments: list[LogSegment] = list(segments)
         self._bases: list[int] = [s.base_offset for s in self._segments]
         self._next_offset = self._segments[-1].next_offset
+        self.epochs.truncate_from_end(self._next_offset)
+        # The epoch this node appends under as leader (set by LeaderAndIsr in
+        # a cluster); on a single node the newest it wrote, else 0.
+        self.leader_epoch = max(leader_epoch, self.epochs.latest_epoch)
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = min(recovery_point, self._next_offset)
         self._high_watermark = self._next_offset
@@ -273,6 +286,8 @@ class Log:
             jitter = segment.roll_jitter_ms  # drawn when the segment was created
             if not segment.try_append(view, max_ts, next_offset - 1, jitter, now, self.time_ms):
                 self.roll().try_append(view, max_ts)
+            if epoch > self.epochs.latest_epoch:  # the first append under a new epoch
+                self.epochs.assign(epoch, base)
             drop_behind = self.drop_behind
             if drop_behind is not None:
                 drop_behind.appended(self._segments[-1], size)
@@ -284,6 +299,45 @@ class Log:
         if flush_now:  # flush.messages: fsync before the append is answered
             self.flush(next_offset)
         return _new_tuple(AppendResult, (base, next_offset - 1, append_time))
+
+    def append_as_follower(self, records: bytearray | memoryview | bytes
+                           ) -> tuple[int, list[int]]:
+        """Append the leader's batches unchanged, offsets and epochs kept (Kafka's
+        appendAsFollower): each batch checked (sizes, magic, CRC32C; no
+        restamping, no per-record Python; the bytes are written as they came,
+        read-only buffers too), the first one starting at this log's end.
+        (the new log end offset, each batch's position in ``records``).  The
+        high watermark is the replica manager's to move."""
+        view = records if type(records) is bytearray else memoryview(records)
+        infos = validate(view)  # one native pass; per-batch facts, never per record
+        if not infos:
+            return self._next_offset, []
+        with self._lock:
+            self._check_open()
+            base = self._next_offset
+            if infos[0].base_offset != base:
+                raise InvalidOffsetError(
+                    f"{self.topic}-{self.partition}: the leader's batches start at offset "
+                    f"{infos[0].base_offset}, this log ends at {base}")
+            last = _LAST_DELTA.unpack_from(view, infos[-1].position + 23)[0] \
+                + infos[-1].base_offset
+            max_ts = max(_MAX_TS.unpack_from(view, i.position + 35)[0] for i in infos)
+            segment = self._segments[-1]
+            if not segment.try_append(view, max_ts, last, segment.roll_jitter_ms, None,
+                                      self.time_ms):
+                self.roll().try_append(view, max_ts)
+            latest = self.epochs.latest_epoch
+            for info in infos:  # a new epoch starts at its first batch
+                epoch = _EPOCH.unpack_from(view, info.position + 12)[0]
+                if epoch > latest:
+                    self.epochs.assign(epoch, info.base_offset)
+                    latest = epoch
+            self._next_offset = last + 1
+            self._unflushed_messages += sum(i.record_count for i in infos)
+            flush_now = self._unflushed_messages >= self.config.flush_messages
+        if flush_now:
+            self.flush(last + 1)
+        return last + 1, [i.position for i in infos]
 
     def _check_batch_sizes(self, view, batches: int, when: str) -> None:
         """max.message.bytes holds for each batch (one pass over the headers
@@ -409,6 +463,7 @@ class Log:
             active.truncate_to(offset)
             active.resize_indexes(self.config.segment_index_bytes)
             self._next_offset = active.next_offset
+            self.epochs.truncate_from_end(self._next_offset)
             self._high_watermark = min(self._high_watermark, self._next_offset)
             self.recovery_point = min(self.recovery_point, self._next_offset)
 
@@ -423,6 +478,7 @@ class Log:
             self.log_start_offset = offset
             self._high_watermark = offset
             self.recovery_point = offset
+            self.epochs.truncate_from_end(offset)
 
     # -- retention ---------------------------------------------------------
 

@@ -3,14 +3,16 @@
 A consumer that resumes from an offset it read under some leader epoch asks
 where that epoch ends, to find out whether the log was truncated below its
 position since (an unclean leader change); replicas ask the same before
-fetching.  One node leads every partition for good, at ``log.leader_epoch``,
-so its leader epoch cache is one entry, that epoch starting at the log start
-offset, and the answers are Kafka's ``LeaderEpochFileCache.endOffsetFor``
-over it:
+fetching.  The answer is Kafka's ``LeaderEpochFileCache.endOffsetFor`` over
+the log's leader epoch cache (pylog.log.leader_epoch_cache):
 
 * the current epoch ends at the log end offset (it is still written to);
+* an older one ends where the next newer one starts;
 * an epoch below every known one (but -1) ends where the first known starts;
 * -1 (undefined) or an epoch above the current one: epoch -1, offset -1.
+
+A log written before the cache existed has no entry yet: it counts as one
+epoch, the log's, from its start offset.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ UNDEFINED_OFFSET = -1
 
 def end_offset_for(log: Log, requested: int) -> tuple[int, int]:
     """(epoch, end offset) of the ``requested`` leader epoch in ``log``."""
+    if log.epochs.latest_epoch != UNDEFINED_EPOCH:
+        return log.epochs.end_offset_for(requested, log.log_end_offset)
     current = log.leader_epoch
     if requested == current:
         return current, log.log_end_offset
