@@ -97,7 +97,7 @@ cdef object _decode(object frame):
     cdef int64_t n_topics, n_parts
     cdef int32_t leader_epoch
     cdef int32_t max_wait_ms, min_bytes, max_bytes
-    cdef int32_t session_id = 0, session_epoch = -1
+    cdef int32_t session_id = 0, session_epoch = -1, replica_id = -1
     cdef int8_t isolation_level
     cdef Py_ssize_t head, part_size, offset_at
     cdef int version
@@ -111,11 +111,12 @@ cdef object _decode(object frame):
             FIRST_FLEXIBLE)
         flexible = c.flexible
 
-        # ReplicaId (dropped), MaxWaitMs, MinBytes, MaxBytes, IsolationLevel,
-        # and from v7 SessionId, SessionEpoch.
+        # ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, and from
+        # v7 SessionId, SessionEpoch.
         head = 25 if version >= 7 else 17
         need(&c, head, "truncated request fields")
         p = c.buf + c.pos
+        replica_id = <int32_t>rd32(p)
         max_wait_ms = <int32_t>rd32(p + 4)
         min_bytes = <int32_t>rd32(p + 8)
         max_bytes = <int32_t>rd32(p + 12)
@@ -181,7 +182,7 @@ cdef object _decode(object frame):
             _skip_request_tags(&c)
         # Bytes after the last field are ignored, as Kafka's broker ignores them.
         return (version, correlation_id, client_id, max_wait_ms, min_bytes, max_bytes,
-                isolation_level, session_id, session_epoch, topics, forgotten)
+                isolation_level, session_id, session_epoch, topics, forgotten, replica_id)
     finally:
         PyBuffer_Release(&view)
 
@@ -189,13 +190,14 @@ cdef object _decode(object frame):
 def decode_fetch_request(frame):
     """A Fetch request frame (no size prefix), versions 4-12, as ``(version,
     correlation_id, client_id, max_wait_ms, min_bytes, max_bytes,
-    isolation_level, session_id, session_epoch, topics, forgotten)``;
+    isolation_level, session_id, session_epoch, topics, forgotten, replica_id)``;
     ``topics`` is ``[(name, [(partition, fetch_offset, partition_max_bytes,
     current_leader_epoch), ...]), ...]``, ``forgotten`` ``[(name, [partition,
     ...]), ...]`` (empty before v7).  ``session_id`` / ``session_epoch`` are
     0 / -1 before v7, ``current_leader_epoch`` -1 before v9.
 
-    ReplicaId, LastFetchedEpoch, LogStartOffset,
+    ``replica_id`` is the fetching broker's id (a follower), or -1 for a
+    consumer.  LastFetchedEpoch, LogStartOffset,
     RackId, ClusterId and unknown tagged fields are read
     (strings checked) and dropped.  Bytes after the last field are ignored
     (the generic codec's ``allow_trailing``).  A malformed frame is a

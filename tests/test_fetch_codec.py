@@ -54,12 +54,12 @@ def generic_decode(frame: Frame) -> Decoded:
                         for p in t.partitions])
              for t in body.topics],
             [(t.topic, list(t.partitions)) for t in body.forgotten_topics_data]
-            if header.api_version >= 7 else [])
+            if header.api_version >= 7 else [], body.replica_id)
 
 
 def native_decode(frame: Frame) -> Decoded:
     got = decode_fetch_request(frame)
-    assert type(got) is tuple and len(got) == 11
+    assert type(got) is tuple and len(got) == 12
     topics, forgotten = got[9], got[10]
     assert type(forgotten) is list
     assert all(type(t) is tuple and type(t[0]) is str and type(t[1]) is list
@@ -249,13 +249,13 @@ def test_decode_unicode_extremes_and_sizes(version: int) -> None:
                        else (0, -1))
             assert got == (version, INT32[1], client_id, fields["max_wait_ms"],
                            fields["min_bytes"], fields["max_bytes"], fields["isolation_level"],
-                           *session, expected, [])
+                           *session, expected, [], -1)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_decode_empty_request(version: int) -> None:
     got = assert_same_outcome(request_frame(version, body_dict([]), client_id=None))
-    assert got == (version, 7, None, 500, 1, 52428800, 1, 0, -1, [], [])
+    assert got == (version, 7, None, 500, 1, 52428800, 1, 0, -1, [], [], -1)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

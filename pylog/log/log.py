@@ -315,7 +315,10 @@ class Log:
         with self._lock:
             self._check_open()
             base = self._next_offset
-            if infos[0].base_offset != base:
+            first = infos[0].base_offset
+            # A compacted log may skip offsets (Kafka allows any first offset
+            # at or past the end; the segments of other logs are contiguous).
+            if first < base or (first != base and not self.config.compact):
                 raise InvalidOffsetError(
                     f"{self.topic}-{self.partition}: the leader's batches start at offset "
                     f"{infos[0].base_offset}, this log ends at {base}")

@@ -177,6 +177,18 @@ def encode_request(api_key: int, version: int, body: Any, correlation_id: int,
     return _join(parts, framed)
 
 
+def encode_response_parts(api_key: int, version: int, correlation_id: int,
+                          body: Any) -> list[Any]:
+    """Header + body of a response as the encoder's pieces, unjoined and
+    unframed: a FileRegion in a records field stays a piece of its own (for
+    :func:`pylog.net.framing.frame_parts` and sendfile)."""
+    encoder = body_encoder(api_key, version, "response")
+    parts: list[Any] = [encode_response_header(correlation_id,
+                                               response_header_version(api_key, version))]
+    _encode(encoder, body, parts, f"response {api_key} v{version}")
+    return parts
+
+
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any,
                     framed: bool = True) -> bytes:
     """Header + body of a response; with ``framed`` (the default) the size prefix too."""

@@ -39,6 +39,7 @@ from pylog.server.metadata_cache import (
 )
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import ProducerIds
+from pylog.server.replica_fetcher import ReplicaFetchers
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.requests import RequestRouter, served_versions
 from pylog.server.topic_admin import LocalTopicAdmin, TopicAdmin
@@ -143,6 +144,10 @@ class Broker:
                                  internal_topic=self._internal_topic)
             self.cluster.on_metadata = admin.changed.set
             self.metadata, self.admin = metadata, admin
+            # Replication: followers fetch, leaders write their ISR changes.
+            self.replicas.fetchers = ReplicaFetchers(self.node_id, config, metadata,
+                                                     self.logs.failures.fail)
+            self.replicas.isr_writer = self.cluster.write_isr
         # What the request handlers get (pylog.server.context), not this node.
         self.services = NodeServices(
             config=config, node_id=self.node_id, replicas=self.replicas, logs=self.logs,
@@ -239,6 +244,12 @@ class Broker:
         self.endpoint = self.config.advertised(port)
         if self.cluster is not None:  # registered once the listener is bound
             await self.cluster.start(self.endpoint)
+            # Kafka's isr-expiration task: followers not caught up for
+            # replica.lag.time.max.ms leave the ISR (checked twice as often).
+            lag_ms = self.config["replica.lag.time.max.ms"]
+            self._tasks.append(asyncio.get_running_loop().create_task(_every(
+                lambda: self.replicas.shrink_isrs(self.config["replica.lag.time.max.ms"]),
+                lag_ms / 2000)))
         if self.metrics is not None:
             await self.metrics.start()
         self.groups.start()
@@ -271,6 +282,8 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.stop()
         self.replicas.wake_all()  # parked fetches answer now
+        if self.replicas.fetchers is not None:
+            await self.replicas.fetchers.close()
         await self.groups.stop()  # parked joins and syncs answer now
         await self.listener.drain(DRAIN_TIMEOUT_S)
         for task in self._tasks:

@@ -30,6 +30,7 @@ from pylog.log.errors import CorruptRecordError, LogClosedError
 from pylog.net.connection import Throttled
 from pylog.net.framing import FileRegion
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server import follower_fetch
 from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext
 from pylog.server.list_offsets import NO_EPOCH, epoch_error, log_corrupt_read
 
@@ -58,6 +59,7 @@ class Request(NamedTuple):
     # (partition, fetch offset, partition max bytes, current leader epoch)
     topics: list[tuple[str, list[tuple[int, int, int, int]]]]
     forgotten: list[tuple[str, list[int]]]  # v7+: what a fetch session drops
+    replica_id: int = -1  # a follower's node id; -1 for a consumer
     session: FetchContext | None = None  # None: no session is involved
     started_ns: int = 0  # perf_counter_ns at the start, when the request quota is on
 
@@ -178,6 +180,8 @@ def handle_frame(node: NodeServices, frame: bytearray) -> Any:
     awaitable of it for a fetch that parks or reads cold data.  Malformed
     frames raise ProtocolError (the router closes the connection)."""
     request = Request(*decode_fetch_request(frame))
+    if request.replica_id >= 0:  # a follower: replication (pylog.server.follower_fetch)
+        return follower_fetch.handle(node, request, frame)
     asked = request.topics  # as the request names them, for an error response
     quotas = node.quotas
     if quotas.request.enabled:

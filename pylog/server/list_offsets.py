@@ -48,7 +48,7 @@ def log_corrupt_read(exc: CorruptRecordError, topic: str, partition: int) -> Non
 
 
 def _partition(node: NodeServices, topic: str, p: Any, version: int,
-               committed: bool) -> dict[str, Any]:
+               committed: bool, replica_id: int = CONSUMER_REPLICA_ID) -> dict[str, Any]:
     index = p.partition_index
     log = node.replicas.leader_log(topic, index)
     if type(log) is int:
@@ -58,8 +58,10 @@ def _partition(node: NodeServices, topic: str, p: Any, version: int,
         return _refused(index, error)
     ts = p.timestamp
     # Kafka's lastFetchableOffset: read_committed sees up to the last stable
-    # offset (before an open transaction), read_uncommitted the high watermark.
-    fetchable = log.last_stable_offset if committed else log.high_watermark
+    # offset (before an open transaction), read_uncommitted the high watermark,
+    # a broker (a follower finding the leader's log end) the log end.
+    fetchable = (log.last_stable_offset if committed else log.high_watermark
+                 if replica_id == CONSUMER_REPLICA_ID else log.log_end_offset)
     if ts == LATEST_TIMESTAMP:  # = LEO on one node, without open transactions
         found_ts, offset = -1, fetchable
     elif ts == MAX_TIMESTAMP and version < 7:
@@ -111,6 +113,6 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
         {"name": t.name, "partitions": [
             _refused(p.partition_index, ErrorCode.INVALID_REQUEST)
             if (t.name, p.partition_index) in dups
-            else _partition(node, t.name, p, v, committed)
+            else _partition(node, t.name, p, v, committed, body.replica_id)
             for p in t.partitions]}
         for t in body.topics]}

@@ -14,6 +14,7 @@ replicas than one.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from pylog.server.producer_state import max_timestamp, producer_batch
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices
+    from pylog.server.partition import Partition
 
 API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
@@ -54,6 +56,9 @@ _TRANSACTIONAL_FLAG = 0x10
 _CODEC_MASK = 0x07
 _ZSTD = 4
 
+# A partition an acks=all request waits on: (partition, the offset the high
+# watermark must reach).
+Waiting = tuple["Partition", int]
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
 PartitionResponse = tuple[int, int, int, int, int, "str | None"]
@@ -64,17 +69,19 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
 
 
 def _append(node: NodeServices, topic: str, index: int, records: Any,
-            acks: int, version: int, transactional_id: str | None) -> PartitionResponse:
+            acks: int, version: int, transactional_id: str | None,
+            waiting: list[Waiting]) -> PartitionResponse:
     if topic in INTERNAL_TOPICS:
         # What a client writes there is read back by the group coordinator at
         # start: a malformed record would stop the node from starting.
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                       f"Cannot append to internal topic {topic}")
-    log = node.replicas.leader_log(topic, index)
-    if type(log) is int:
-        return _error(index, log, "This server does not host this topic-partition."
-                      if log == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    part = node.replicas.leader_partition(topic, index)
+    if type(part) is int:
+        return _error(index, part, "This server does not host this topic-partition."
+                      if part == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                       else "This server is not the leader for that topic-partition.")
+    log = part.log
     failures = node.logs.failures
     if failures.offline:  # the node halts: see pylog.log.dir_failure
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR,
@@ -101,9 +108,9 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
                       f"Produce requests with version {version} cannot carry zstd batches "
                       "(KIP-110: version 7 and above)")
     config = log.config
-    if acks == -1 and config.min_insync_replicas > 1:
-        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS,
-                      f"min.insync.replicas={config.min_insync_replicas} but the ISR is 1")
+    if acks == -1 and len(part.isr) < config.min_insync_replicas:
+        # Partition.appendRecordsToLeader: checked before the append.
+        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, _isr_too_small(part, config))
     batch = producer_batch(records)
     producers = None
     if batch is not None and batch.first_seq < 0:  # as Kafka's LogValidator.validateBatch
@@ -176,7 +183,17 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
         metrics.bytes_in += len(records)
         metrics.messages_in += result.last_offset - result.base_offset + 1
     node.replicas.notify_append(topic, index)
+    if acks == -1 and not log.hw_follows_leo:
+        # Replicated: answered once the high watermark passes the batch
+        # (Kafka's DelayedProduce).
+        waiting.append((part, result.last_offset + 1))
     return (index, 0, result.base_offset, result.log_append_time, log.log_start_offset, None)
+
+
+def _isr_too_small(part: Partition, config: Any) -> str:
+    return (f"The size of the current ISR {part.isr} is insufficient to satisfy the min.isr "
+            f"requirement of {config.min_insync_replicas} for partition "
+            f"{part.topic}-{part.index}")
 
 
 def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | None:
@@ -187,20 +204,24 @@ def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | No
     quotas = node.quotas
     started = time.perf_counter_ns() if quotas.request.enabled else 0
     size = len(frame)  # the request's bytes, what producer_byte_rate counts
-    version, correlation_id, client_id, transactional_id, acks, _, topics = (
+    version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics = (
         decode_produce_request(frame))
+    waiting: list[Waiting] = []
     if acks not in (0, 1, -1):
         responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
                              for index, _ in parts]) for name, parts in topics]
     else:
         responses = [(name, [_append(node, name, index, records, acks, version,
-                                     transactional_id)
+                                     transactional_id, waiting)
                              for index, records in parts]) for name, parts in topics]
     if node.metrics is not None:
         node.metrics.produced(responses, topics)
     throttle = 0
     if quotas.produce.enabled:
         throttle = quotas.produce.record(client_id, size)
+    if waiting:
+        return _replicated(node, version, correlation_id, client_id, responses, waiting,
+                           timeout_ms, started, throttle)
     if acks == 0:
         # No response to carry an error: Kafka closes the connection instead, so
         # the producer notices and refreshes its metadata.
@@ -208,7 +229,61 @@ def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | No
             raise CloseConnection("acks=0 produce failed")
         # Exempt from the request quota, as in Kafka; the byte rate still mutes.
         return Throttled(None, throttle) if throttle else None
+    return _respond(node, version, correlation_id, client_id, responses, started, throttle)
+
+
+def _respond(node: NodeServices, version: int, correlation_id: int, client_id: str | None,
+             responses: list, started: int, throttle: int) -> bytes | Throttled:
     if started:
-        throttle = max(throttle, quotas.record_request(client_id, started))
+        throttle = max(throttle, node.quotas.record_request(client_id, started))
     response = encode_produce_response(version, correlation_id, responses, throttle)
     return Throttled(response, throttle) if throttle else response
+
+
+async def _replicated(node: NodeServices, version: int, correlation_id: int,
+                      client_id: str | None, responses: list, waiting: list[Waiting],
+                      timeout_ms: int, started: int, throttle: int) -> bytes | Throttled:
+    """acks=all on replicated partitions (Kafka's DelayedProduce): answered
+    when every partition's high watermark passes its batch, or at
+    ``timeout_ms`` (REQUEST_TIMED_OUT for those it did not pass).  One that
+    passed with fewer in-sync replicas than min.insync.replicas is
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND; one this node stopped leading meanwhile
+    is NOT_LEADER_OR_FOLLOWER."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_ms, 0) / 1000
+    pending = list(waiting)
+    while pending:
+        pending = [(p, offset) for p, offset in pending
+                   if p.is_leader and p.log is not None and p.log.high_watermark < offset]
+        left = deadline - loop.time()
+        if not pending or left <= 0 or node.stopping:
+            break
+        woken = loop.create_future()
+        timer = loop.call_at(deadline, _wake, woken)
+        keys = [(p.topic, p.index) for p, _ in pending]
+        node.replicas.add_waiter(keys, woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            node.replicas.remove_waiter(keys, woken)
+    outcome: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for part, offset in waiting:
+        if not part.is_leader or part.log is None:
+            outcome[(part.topic, part.index)] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
+        elif part.log.high_watermark < offset:
+            outcome[(part.topic, part.index)] = (ErrorCode.REQUEST_TIMED_OUT, None)
+        elif len(part.isr) < part.log.config.min_insync_replicas:
+            outcome[(part.topic, part.index)] = (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                                 _isr_too_small(part, part.log.config))
+    if outcome:
+        responses = [(name, [_error(r[0], *outcome[(name, r[0])]) if (name, r[0]) in outcome
+                             else r for r in rows]) for name, rows in responses]
+    # (The request quota counts the loop's time, not the wait.)
+    return _respond(node, version, correlation_id, client_id, responses,
+                    time.perf_counter_ns() if started else 0, throttle)
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.log.durable import write_atomically
 from pylog.log.errors import LogClosedError, OffsetOutOfRangeError
 from pylog.protocol import ErrorCode
+from pylog.records import read_batches
 from pylog.records.markers import marker_of
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ SNAPSHOT_SUFFIX = ".snapshot"
 # producer's last_timestamp; 1 (still read): without
 SNAPSHOT_VERSION = 3
 LOG_APPEND_TIME_FLAG = 0x08  # batch attributes bit 3: timestamp type LogAppendTime
+_TXN_FLAG = 0x10
+_CONTROL_FLAG = 0x20
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +416,32 @@ def _replay(lg: Log, producers: PartitionProducers, start: int) -> int:
         finally:
             mapped.close()
     return count
+
+
+def follow_batches(producers: PartitionProducers, view: Any, positions: list[int]) -> None:
+    """A follower appended the leader's batches at ``positions`` of ``view``:
+    their producers recorded as the leader recorded them (header fields only,
+    as :func:`_replay`), so that after a leader change the new leader knows
+    every idempotent batch and a retry is not written twice."""
+    for pos in positions:
+        pid, = _INT64.unpack_from(view, pos + 43)
+        if pid < 0:
+            continue
+        attributes, delta = struct.unpack_from(">hi", view, pos + 21)
+        base_offset, = _INT64.unpack_from(view, pos)
+        max_ts, = _INT64.unpack_from(view, pos + MAX_TIMESTAMP_AT)
+        _, epoch, base_seq = _PRODUCER.unpack_from(view, pos + 43)
+        if attributes & _CONTROL_FLAG:  # a transaction marker (rare: decoded)
+            size = 12 + _LENGTH.unpack_from(view, pos + 8)[0]
+            for batch in read_batches(bytes(view[pos:pos + size])):
+                marker = marker_of(batch)
+                if marker is not None:
+                    producers.record_marker(pid, epoch, base_offset, marker[0], marker[1],
+                                            max_ts)
+            continue
+        append_time = max_ts if attributes & LOG_APPEND_TIME_FLAG else -1
+        producers.record(ProducerBatch(pid, epoch, base_seq, (base_seq + delta) % SEQ_MOD),
+                         base_offset, append_time, max_ts, bool(attributes & _TXN_FLAG))
 
 
 def load(lg: Log) -> PartitionProducers | None:

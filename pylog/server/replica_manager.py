@@ -19,7 +19,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +33,14 @@ from pylog.server.producer_state import PartitionProducers, ProducerBatch
 if TYPE_CHECKING:
     from pylog.log import LogManager
     from pylog.log.log import Log
+    from pylog.server.replica_fetcher import ReplicaFetchers
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 _UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+# (partition, the new ISR) -> written to ZooKeeper?
+IsrWriter = Callable[[Partition, list[int]], Awaitable[bool]]
 # (partition, producer id, producer epoch, commit, coordinator epoch)
 OffsetsMarker = Callable[[int, int, int, bool, int], None]
 
@@ -57,6 +60,13 @@ class ReplicaManager:
         # A marker for __consumer_offsets is the group coordinator's to write
         # (its pending transactional offsets complete with it): set by the node.
         self.offsets_marker: OffsetsMarker | None = None
+        # A cluster: the follower fetchers (pylog.server.replica_fetcher) and
+        # the writer of ISR changes to ZooKeeper (pylog.server.zk_node).
+        self.fetchers: ReplicaFetchers | None = None
+        self.isr_writer: IsrWriter | None = None
+        # Counted for the metrics (Kafka's IsrShrinksPerSec, IsrExpandsPerSec).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         # Producer snapshot files: one thread, so they are written (and older
         # ones pruned) in the order they were taken.
         self.snapshot_executor = ThreadPoolExecutor(max_workers=1,
@@ -106,6 +116,15 @@ class ReplicaManager:
             self.get(*tp)
         return [p for p in self._partitions.values() if p.log is not None]
 
+    def leader_partition(self, topic: str, index: int) -> Partition | int:
+        """A partition this node leads, else the error code (as :meth:`leader_log`)."""
+        part = self._partitions.get((topic, index)) or self.get(topic, index)
+        if part is None:
+            return _UNKNOWN
+        if not part.is_leader:
+            return part.not_leader_error()
+        return part
+
     def leader_log(self, topic: str, index: int) -> Log | int:
         """The log of a partition this node leads, else the error code to
         answer (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER), a plain
@@ -145,12 +164,31 @@ class ReplicaManager:
             part = self._partition((topic, index), make_log())
         lg = part.log
         assert lg is not None
+        was_leader = part.leader_id == self.node_id
+        new_epoch = leader_epoch != part.leader_epoch
         part.leader_id = leader
         part.leader_epoch = lg.leader_epoch = leader_epoch
         part.isr, part.replicas = list(isr), list(replicas)
         part.partition_epoch = partition_epoch
         part.controller_epoch = controller_epoch
-        part.notify()  # parked fetches re-read: fenced or led elsewhere now
+        if leader == self.node_id:
+            # Kafka's makeLeader: the new epoch starts at the log end; the
+            # followers' states start afresh; no fetching from anyone.
+            lg.epochs.assign(leader_epoch, lg.log_end_offset)
+            if new_epoch or not was_leader:
+                part.reset_followers(time.monotonic_ns() // 1_000_000)
+            else:
+                lg.hw_follows_leo = part.isr == [self.node_id]
+            if lg.hw_follows_leo:
+                lg.high_watermark = lg.log_end_offset
+            if self.fetchers is not None:
+                self.fetchers.unfollow((topic, index))
+        else:
+            part.followers = {}
+            lg.hw_follows_leo = False
+            if self.fetchers is not None and leader >= 0:
+                self.fetchers.follow(part, leader)
+        part.notify()  # parked fetches and produces re-check: fenced or led elsewhere now
         return 0
 
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
@@ -161,10 +199,73 @@ class ReplicaManager:
         if part is not None:
             part.leader_id = NO_LEADER
             part.notify()
+        if self.fetchers is not None:
+            self.fetchers.unfollow((topic, index))
         if delete:
             self._partitions.pop((topic, index), None)
             if self.logs.get_log(topic, index) is not None:
                 self.logs.delete_log(topic, index)
+
+    # -- replication: the leader's side ------------------------------------------------
+
+    def follower_fetched(self, part: Partition, replica: int, fetch_offset: int,
+                         leader_leo: int) -> None:
+        """A follower fetched ``part`` at ``fetch_offset`` (its log end): its
+        state, the ISR (it may join) and the high watermark follow."""
+        part.update_follower(replica, fetch_offset, leader_leo, time.monotonic_ns() // 1_000_000)
+        if part.may_join_isr(replica):
+            self._change_isr(part, part.isr + [replica], expand=True)
+        if part.maybe_advance_high_watermark():
+            part.notify()
+
+    def _change_isr(self, part: Partition, new_isr: list[int], expand: bool) -> None:
+        if part.isr_pending or self.isr_writer is None or self._loop is None:
+            return
+        part.isr_pending = True
+        self._loop.create_task(self._write_isr(part, new_isr, expand))
+
+    async def _write_isr(self, part: Partition, new_isr: list[int], expand: bool) -> None:
+        """Kafka's Partition.expandIsr/shrinkIsr in ZooKeeper mode: the state
+        znode by compare-and-set on its version, then a change notice for the
+        controller; on a conflict nothing changes here (a LeaderAndIsr with
+        the winner's state follows)."""
+        try:
+            if not await self.isr_writer(part, new_isr):  # type: ignore[misc]
+                return
+            log.info("%s %s-%d's ISR: %s -> %s", "expanding" if expand else "shrinking",
+                     part.topic, part.index, part.isr, new_isr)
+            part.isr = new_isr
+            if expand:
+                self.isr_expands += 1
+            else:
+                self.isr_shrinks += 1
+            lg = part.log
+            if lg is not None:
+                lg.hw_follows_leo = new_isr == [self.node_id]
+                if lg.hw_follows_leo:
+                    lg.high_watermark = lg.log_end_offset
+            part.maybe_advance_high_watermark()
+            part.notify()
+        except Exception:
+            log.exception("changing the ISR of %s-%d failed", part.topic, part.index)
+        finally:
+            part.isr_pending = False
+
+    def shrink_isrs(self, lag_ms: int) -> int:
+        """Kafka's maybeShrinkIsr on every partition led here: followers not
+        caught up for ``lag_ms`` leave the ISR.  How many partitions shrink."""
+        now = time.monotonic_ns() // 1_000_000
+        count = 0
+        for part in list(self._partitions.values()):
+            if part.is_leader and len(part.isr) > 1:
+                out = part.out_of_sync(now, lag_ms)
+                if out:
+                    self._change_isr(part, [r for r in part.isr if r not in out], expand=False)
+                    count += 1
+        return count
+
+    def led(self) -> list[Partition]:
+        return [p for p in self._partitions.values() if p.is_leader]
 
     # -- producer state --------------------------------------------------------
 

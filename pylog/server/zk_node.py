@@ -39,12 +39,13 @@ from pylog.server.metadata_cache import ClusterMetadataCache, PartitionInfo
 from pylog.server.topics import write_partition_metadata
 from pylog.zk.client import KafkaZkClient, SessionEvent
 from pylog.zk.errors import ZkError
-from pylog.zk.znodes import BrokerInfo, EndPoint
+from pylog.zk.znodes import BrokerInfo, EndPoint, LeaderIsrState
 
 if TYPE_CHECKING:
     from pylog.log import LogConfig, LogManager
     from pylog.log.log import Log
     from pylog.server.config import BrokerConfig, Endpoint
+    from pylog.server.partition import Partition
     from pylog.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -234,6 +235,30 @@ class ZkNode:
                         "attempts failed")
         finally:
             client.close()
+
+    # -- ISR changes (the leaders') ------------------------------------------------------
+
+    async def write_isr(self, part: Partition, new_isr: list[int]) -> bool:
+        """Kafka's ZooKeeper-mode ISR update by a leader: the partition's state
+        znode by compare-and-set on the version this node last saw, then an
+        ISR change notice for the controller to pass on.  False when the
+        state moved on meanwhile (the controller's LeaderAndIsr will say how)
+        or ZooKeeper cannot be reached (the change is tried again later)."""
+        state = LeaderIsrState(part.leader_id, part.leader_epoch, list(new_isr),
+                               part.controller_epoch, zk_version=part.partition_epoch)
+        try:
+            cas = await self._zk(self.zk.update_partition_state, part.topic, part.index,
+                                 state, part.partition_epoch)
+            if not cas.succeeded:
+                log.info("ISR change of %s-%d not written: its state changed meanwhile",
+                         part.topic, part.index)
+                return False
+            part.partition_epoch = cas.version
+            await self._zk(self.zk.propagate_isr_changes, [(part.topic, part.index)])
+            return True
+        except ZkError as exc:
+            log.warning("ISR change of %s-%d not written: %s", part.topic, part.index, exc)
+            return False
 
     # -- config change notices ---------------------------------------------------------
 
