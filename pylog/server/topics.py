@@ -35,6 +35,7 @@ from pathlib import Path
 from pylog.log import Log, LogConfig, LogManager
 from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
+from pylog.protocol.errors import TopicError
 from pylog.server import topic_configs
 
 TOPICS_FILE = "pylog-topics.json"
@@ -43,14 +44,6 @@ MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 log = logging.getLogger(__name__)
-
-
-class TopicError(Exception):
-    """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def storage_error(what: str, exc: OSError) -> TopicError:
