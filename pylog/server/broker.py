@@ -31,6 +31,11 @@ from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.context import NodeServices
 from pylog.server.fetch_sessions import FetchSessionCache
+from pylog.server.internal_topics import (
+    LocalInternalTopic,
+    elect_on_creation,
+    registry_partition_count,
+)
 from pylog.server.metadata_cache import LocalMetadataCache, TopicInfo
 from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import ProducerIds
@@ -67,30 +72,38 @@ class Broker:
         self.logs.failures.on_offline = self._dir_offline
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
+        # Disk work that must not stall the loop: fsyncs, cold-cache reads.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # The partitions and their producer state (after the log recovery).
+        self.replicas = ReplicaManager(self.logs, self.node_id,
+                                       lambda: self.config["producer.id.expiration.ms"])
+        # The coordinators own every partition of their internal topics, all
+        # led here: those there are now, loaded below, and any made later
+        # (pylog.server.internal_topics).
+        offsets_topic = LocalInternalTopic(OFFSETS_TOPIC, self.topics, self.replicas,
+                                           self.executor)
+        txn_topic = LocalInternalTopic(TXN_TOPIC, self.topics, self.replicas, self.executor)
+        elect_on_creation(self.topics, (offsets_topic, txn_topic))
         # Groups and committed offsets, rebuilt from __consumer_offsets.
-        self.groups = GroupCoordinator(self.topics, CoordinatorConfig.from_broker(config))
-        self.groups.load()
+        self.groups = GroupCoordinator(offsets_topic, registry_partition_count(self.topics),
+                                       CoordinatorConfig.from_broker(config))
+        self.groups.store.executor = self.executor
+        self.replicas.offsets_marker = self.groups.complete_txn
+        self.groups.store.on_txn_write = self.replicas.offsets_txn_written
+        offsets_topic.lead(self.groups)
         for name in self.topics.finished_deletions:  # see delete_topic
             self.groups.remove_topic_offsets(name)
             self.topics.forget(name)
         self.producer_ids = ProducerIds(self.log_dir)
-        # The partitions and their producer state (after the log recovery).
-        self.replicas = ReplicaManager(self.logs, self.node_id,
-                                       lambda: self.config["producer.id.expiration.ms"])
-        self.replicas.offsets_marker = self.groups.complete_txn
-        self.groups.store.on_txn_write = self.replicas.offsets_txn_written
         # Transactions: their state from __transaction_state, and those a
-        # crash left half ended are ended now (markers need the producer
-        # state above).
-        self.txns = TransactionCoordinator(self.topics, self.producer_ids,
+        # crash left half ended are ended as each partition loads (markers
+        # need the producer state above).
+        self.txns = TransactionCoordinator(txn_topic, self.producer_ids,
                                            self.replicas.write_marker,
                                            TxnConfig.from_broker(config))
-        self.txns.load()
-        self.txns.complete_prepared()
-        # Disk work that must not stall the loop: fsyncs, cold-cache reads.
-        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.groups.store.executor = self.executor
+        self.txns.store.executor = self.executor
+        txn_topic.lead(self.txns)
         self.endpoint: Endpoint = config.advertised()
         # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
         self.quotas = ClientQuotas(self.log_dir, config["quota.window.num"],
@@ -135,7 +148,7 @@ class Broker:
         if name == OFFSETS_TOPIC or name == TXN_TOPIC:
             # As Kafka's AutoTopicCreationManager: the coordinator's partition
             # count and configs, not num.partitions.
-            (self.groups.store if name == OFFSETS_TOPIC else self.txns.store).ensure_topic()
+            (self.groups.store if name == OFFSETS_TOPIC else self.txns.store).create_topic()
         else:
             self.topics.create(name, self.config["num.partitions"])
         return self.metadata.topic(name)

@@ -28,7 +28,7 @@ import re
 import resource
 import threading
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +117,10 @@ class TopicRegistry:
         # Topics whose deletion a crash interrupted and _load finished: their
         # committed offsets are the broker's to remove once groups are loaded.
         self.finished_deletions: list[str] = []
+        # Told of the partitions of each topic created or grown here
+        # (name, the new partitions): the node's coordinators own those of
+        # their internal topics from then on (pylog.server.internal_topics).
+        self.on_created: Callable[[str, range], None] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -246,6 +250,8 @@ class TopicRegistry:
                 if isinstance(exc, OSError):
                     raise storage_error(f"could not create topic {name}", exc) from exc
                 raise
+        if self.on_created is not None:
+            self.on_created(name, range(partitions))
         return topic
 
     def ensure_partition(self, name: str, partition: int) -> Log | None:
@@ -327,4 +333,6 @@ class TopicRegistry:
                 if isinstance(exc, OSError):
                     raise storage_error(f"could not add partitions to {name}", exc) from exc
                 raise
+        if self.on_created is not None:
+            self.on_created(name, range(first, total))
         return topic
