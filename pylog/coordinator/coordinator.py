@@ -1,7 +1,11 @@
 """The group coordinator: Kafka's classic GroupCoordinator on one asyncio loop.
 
-Every group's partition of ``__consumer_offsets`` is led by this node, so this
-node coordinates every group.  The model is Kafka's: JoinGroup requests park
+A node coordinates the groups of the ``__consumer_offsets`` partitions it
+leads: it loads a partition's groups and offsets when elected and drops them
+when it resigns (:mod:`pylog.coordinator.ownership`); a request for a group of
+another partition gets NOT_COORDINATOR, of one still loading
+COORDINATOR_LOAD_IN_PROGRESS (Kafka's validateGroupStatus).  A single node
+leads every partition.  The model is Kafka's: JoinGroup requests park
 (futures) until the rebalance completes, i.e. every known member rejoined or
 the rebalance timeout expired (the silent dynamic members are then dropped);
 the first joiner leads and sends everyone's assignment in its SyncGroup, which
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -29,20 +32,22 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator import records as fmt
 from pylog.coordinator.group import Group, GroupState, Member
+from pylog.coordinator.group_loader import LoadedGroups, read_groups
+from pylog.coordinator.internal_topic import NotCoordinatorError
 from pylog.coordinator.offsets_store import (
     OFFSETS_TOPIC,
     OffsetsStore,
     Pending,
-    committed_entries,
     supersede_pending,
 )
+from pylog.coordinator.ownership import Ownership, PartitionedCoordinator
 from pylog.coordinator.records import OffsetAndMetadata
 from pylog.log import RecordBatchTooLargeError
 from pylog.protocol import ErrorCode
-from pylog.server.topics import TopicError
+from pylog.protocol.errors import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.topics import TopicRegistry
+    from pylog.coordinator.internal_topic import InternalTopic, PartitionCount
 
 log = logging.getLogger(__name__)
 
@@ -128,66 +133,112 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-class GroupCoordinator:
-    def __init__(self, topics: TopicRegistry, config: CoordinatorConfig | None = None,
+class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
+    def __init__(self, offsets_topic: InternalTopic, partition_count: PartitionCount,
+                 config: CoordinatorConfig | None = None,
                  time_ms: Callable[[], int] | None = None) -> None:
+        """``offsets_topic``: ``__consumer_offsets`` as the node gives it;
+        ``partition_count``: the partition count of a topic (None: no such
+        topic), which commits are checked against."""
         self.config = config or CoordinatorConfig()
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
-        self.topics = topics
-        self.store = OffsetsStore(topics, self.config.offsets_topic_num_partitions, self.time_ms,
+        self.partition_count = partition_count
+        self.store = OffsetsStore(offsets_topic, self.config.offsets_topic_num_partitions,
+                                  self.time_ms,
                                   segment_bytes=self.config.offsets_topic_segment_bytes)
-        self.groups: dict[str, Group] = {}
+        self.ownership = Ownership(OFFSETS_TOPIC)
+        self.groups: dict[str, Group] = {}  # of the partitions owned
         # Offsets committed in transactions not ended yet (TxnOffsetCommit):
         # (partition, producer id) -> the records, applied at the COMMIT marker.
         self.pending_txn: Pending = {}
+        # Transaction markers written into a partition while it loads:
+        # (producer id, commit), applied to what the load read (which stops
+        # at the log end of its election, before them).
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._expiry_task: asyncio.Task | None = None
+        self._running = False  # start() was called: loaded members get session timers
+
+    # -- partitions: election and resignation --------------------------------------
+
+    def _reader(self, partition: int,
+                high_watermark: int | None) -> Callable[[], LoadedGroups]:
+        events = self.store.reader(partition, high_watermark)
+        return lambda: read_groups(partition, events())
+
+    def _load_started(self, partition: int) -> None:
+        self._markers_while_loading[partition] = []
+
+    def _loaded(self, partition: int, found: LoadedGroups) -> None:
+        """Kafka's onGroupLoaded, for every group of the partition."""
+        for group_id, group in found.groups.items():
+            self.groups[group_id] = group
+            if self._running:
+                for member in group.members.values():
+                    self._heartbeat(group, member)
+        self.pending_txn.update(found.pending)
+        for producer_id, commit in self._markers_while_loading.pop(partition, []):
+            self._txn_ended(partition, producer_id, commit)
+        if found.groups:
+            log.info("loaded %d groups from %s-%d", len(found.groups), OFFSETS_TOPIC, partition)
+
+    def _unload(self, partition: int) -> int:
+        self._markers_while_loading.pop(partition, None)
+        for key in [k for k in self.pending_txn if k[0] == partition]:
+            del self.pending_txn[key]
+        doomed = [g for g in self.groups.values()
+                  if self.store.partition_for(g.group_id) == partition]
+        self._unload_groups(doomed, f"{OFFSETS_TOPIC}-{partition} was resigned")
+        return len(doomed)
+
+    def _unload_groups(self, groups: list[Group], reason: str) -> None:
+        """Kafka's onGroupUnloaded: each group goes Dead, its parked JoinGroups
+        and SyncGroups are answered NOT_COORDINATOR, its timers are cancelled
+        (a late session expiry must not write a stale group), and it leaves
+        the cache with its offsets.  Nothing is written."""
+        now = self.time_ms()
+        for group in groups:
+            log.info("unloading group %s with generation %d: %s", group.group_id,
+                     group.generation, reason)
+            group.transition(S.DEAD, now)
+            self._release(group, E.NOT_COORDINATOR)
+            group.offsets.clear()
+            if self.groups.get(group.group_id) is group:
+                del self.groups[group.group_id]
+
+    def coordinator_error(self, group_id: str, create: bool = False) -> int:
+        """NONE when this node coordinates ``group_id`` now, else
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS (Kafka's
+        validateGroupStatus).  ``create``: ask for ``__consumer_offsets`` if
+        it is missing, as the requests that may start a group do (a single
+        node creates and leads it at once); COORDINATOR_NOT_AVAILABLE when it
+        cannot be made."""
+        if create:
+            try:
+                self.store.create_topic(group_id)
+            except TopicError:  # could not be made (logged by the node)
+                return E.COORDINATOR_NOT_AVAILABLE
+        return self.ownership.error(self.store.partition_for(group_id))
+
+    def find_partition(self, group_id: str) -> int | None:
+        """FindCoordinator: the ``__consumer_offsets`` partition whose leader
+        coordinates ``group_id``, the topic asked for when missing; None while
+        it does not exist yet.  Raises ``TopicError`` when it cannot be made."""
+        if not self.store.create_topic(group_id):
+            return None
+        return self.store.partition_for(group_id)
 
     # -- life cycle --------------------------------------------------------------
 
-    def load(self) -> None:
-        """Rebuild groups and offsets from ``__consumer_offsets`` (last value wins)."""
-        stored: dict[str, fmt.StoredGroup | None] = {}
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        for partition, (key_bytes, value) in committed_entries(self.store.load(),
-                                                               self.pending_txn):
-            try:
-                key = fmt.parse_key(key_bytes)
-                if isinstance(key, fmt.OffsetKey):
-                    parsed = None if value is None else fmt.parse_offset_value(value)
-                elif isinstance(key, fmt.GroupKey):
-                    parsed = None if value is None else fmt.parse_group_value(value)
-            except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
-                # One unreadable record must not keep the node from starting.
-                log.warning("skipping an unreadable record in %s-%d: %s",
-                            OFFSETS_TOPIC, partition, exc)
-                continue
-            if isinstance(key, fmt.OffsetKey):
-                mine = offsets.setdefault(key.group, {})
-                if parsed is None:
-                    mine.pop((key.topic, key.partition), None)
-                else:
-                    mine[(key.topic, key.partition)] = parsed
-            elif isinstance(key, fmt.GroupKey):
-                stored[key.group] = parsed
-        for group_id in stored.keys() | offsets.keys():
-            found = stored.get(group_id)
-            group_offsets = offsets.get(group_id, {})
-            if found is None and not group_offsets:
-                continue  # deleted
-            group = Group.from_stored(group_id, found) if found else Group(group_id)
-            group.offsets = group_offsets
-            self.groups[group_id] = group
-        if self.groups:
-            log.info("loaded %d groups from %s", len(self.groups), self.store.topics)
-
     def start(self) -> None:
         """On the loop: session timers for loaded members, the offset expiry task."""
+        self._running = True
         for group in self.groups.values():
             for member in group.members.values():
                 self._heartbeat(group, member)
         self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
 
     async def stop(self) -> None:
+        self._running = False
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             await asyncio.gather(self._expiry_task, return_exceptions=True)
@@ -212,26 +263,21 @@ class GroupCoordinator:
             self._finish_sync(member, SyncResult(error))
 
     def unload_all(self) -> int:
-        """``__consumer_offsets`` was deleted: forget every group, as Kafka's
-        GroupCoordinator.onResignation does for each partition of the topic
-        (KafkaApis.handleStopReplicaRequest with deletePartition, or
-        BrokerMetadataPublisher for a deleted offsets topic): each group goes
-        Dead, its parked JoinGroups and SyncGroups are answered NOT_COORDINATOR,
-        its timers are cancelled (a late session expiry must not write a stale
-        group into the new topic), and its groups and offsets leave the cache.
-        Nothing is written: the records were in the deleted topic.  Members
-        then find their group unknown (UNKNOWN_MEMBER_ID) and join afresh, as
-        after Kafka re-creates the topic and loads its empty partitions.
-        Returns how many groups were unloaded."""
-        groups, self.groups = self.groups, {}
+        """``__consumer_offsets`` was deleted: every partition resigns, as
+        Kafka's GroupCoordinator.onResignation does for each partition of the
+        topic (KafkaApis.handleStopReplicaRequest with deletePartition, or
+        BrokerMetadataPublisher for a deleted offsets topic).  Every group is
+        unloaded (:meth:`_unload_groups`), whatever the partition count the
+        deleted topic had.  Members then find their coordinator again, which
+        re-creates the topic, and join afresh.  Returns how many groups were
+        unloaded."""
+        for partition in self.ownership.partitions():
+            self.ownership.resign(partition)
+        self._markers_while_loading.clear()
         self.pending_txn.clear()  # their records went with the topic
-        now = self.time_ms()
-        for group in groups.values():
-            log.info("unloading group %s with generation %d: %s was deleted",
-                     group.group_id, group.generation, OFFSETS_TOPIC)
-            group.transition(S.DEAD, now)
-            self._release(group, E.NOT_COORDINATOR)
-            group.offsets.clear()
+        groups = list(self.groups.values())
+        self._unload_groups(groups, f"{OFFSETS_TOPIC} was deleted")
+        self.groups.clear()
         return len(groups)
 
     async def _expire_forever(self) -> None:
@@ -257,10 +303,12 @@ class GroupCoordinator:
             self.store.append(group.group_id, entries, producer)
         except RecordBatchTooLargeError:
             return E.INVALID_COMMIT_OFFSET_SIZE
+        except NotCoordinatorError:  # the partition's leadership moved meanwhile
+            return E.NOT_COORDINATOR
         except OSError as exc:
             # The dir goes offline (pylog.log.dir_failure); Kafka's
             # GroupMetadataManager answers KAFKA_STORAGE_ERROR as NOT_COORDINATOR.
-            self.store.topics.logs.failures.fail(
+            self.store.storage_failed(
                 f"Error while appending to {OFFSETS_TOPIC} for group {group.group_id}", exc)
             return E.NOT_COORDINATOR
         except Exception:
@@ -507,14 +555,13 @@ class GroupCoordinator:
     def join_group(self, req: JoinRequest) -> JoinResult | asyncio.Future:
         if not req.group_id:
             return JoinResult(E.INVALID_GROUP_ID, req.member_id)
+        error = self.coordinator_error(req.group_id, create=True)
+        if error:
+            return JoinResult(error, req.member_id)
         cfg = self.config
         if not (cfg.group_min_session_timeout_ms <= req.session_timeout_ms
                 <= cfg.group_max_session_timeout_ms):
             return JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id)
-        try:
-            self.store.ensure_group(req.group_id)
-        except TopicError:  # its partition could not be made (logged by the registry)
-            return JoinResult(E.COORDINATOR_NOT_AVAILABLE, req.member_id)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -653,9 +700,17 @@ class GroupCoordinator:
                    instance_id: str | None, protocol_type: str | None,
                    protocol_name: str | None,
                    assignments: dict[str, bytes]) -> SyncResult | asyncio.Future:
-        group = self.groups.get(group_id)
         if not group_id:
             return SyncResult(E.INVALID_GROUP_ID)
+        error = self.coordinator_error(group_id)
+        if error == E.COORDINATOR_LOAD_IN_PROGRESS:
+            # As Kafka: the rebalance in progress is lost with the old
+            # coordinator, so the member rejoins (older clients do not know
+            # COORDINATOR_LOAD_IN_PROGRESS here).
+            return SyncResult(E.REBALANCE_IN_PROGRESS)
+        if error:
+            return SyncResult(error)
+        group = self.groups.get(group_id)
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.DEAD):
@@ -703,9 +758,14 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance_id: str | None) -> int:
-        group = self.groups.get(group_id)
         if not group_id:
             return E.INVALID_GROUP_ID
+        error = self.coordinator_error(group_id)
+        if error == E.COORDINATOR_LOAD_IN_PROGRESS:
+            return E.NONE  # as Kafka: the group is still loading, answer blindly
+        if error:
+            return error
+        group = self.groups.get(group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
@@ -729,6 +789,9 @@ class GroupCoordinator:
         Kafka, no member errors at all when the top-level one is set."""
         if not group_id:
             return E.INVALID_GROUP_ID, []
+        error = self.coordinator_error(group_id)
+        if error:
+            return error, []
         group = self.groups.get(group_id)
         if group is None:
             return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
@@ -771,8 +834,8 @@ class GroupCoordinator:
         unknown: dict[TopicPartition, int] = {}
         known: list[OffsetCommit] = []
         for c in commits:
-            topic = self.topics.get(c.topic)
-            if topic is None or not 0 <= c.partition < topic.partitions:
+            count = self.partition_count(c.topic)
+            if count is None or not 0 <= c.partition < count:
                 unknown[(c.topic, c.partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(c)
@@ -800,15 +863,14 @@ class GroupCoordinator:
             return {(c.topic, c.partition): code for c in commits}
 
         # No group id check: Kafka accepts "" here, for backwards compatibility.
+        error = self.coordinator_error(group_id, create=True)
+        if error:
+            return all_(error)
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
                 return all_(E.ILLEGAL_GENERATION)
             # A group that only stores offsets here (no group management).
-            try:
-                self.store.ensure_group(group_id)
-            except TopicError:  # its partition could not be made (logged by the registry)
-                return all_(E.COORDINATOR_NOT_AVAILABLE)
             group = self.groups[group_id] = Group(group_id,
                                                   current_state_timestamp=self.time_ms())
         if group.is_(S.DEAD):
@@ -837,13 +899,11 @@ class GroupCoordinator:
         known, unknown = self._split_known(commits)
         if not known:
             return unknown
+        error = self.coordinator_error(group_id, create=True)
+        if error:
+            return unknown | {(c.topic, c.partition): error for c in known}
         group = self.groups.get(group_id)
         if group is None:
-            try:
-                self.store.ensure_group(group_id)
-            except TopicError:
-                return dict(unknown, **{(c.topic, c.partition): E.COORDINATOR_NOT_AVAILABLE
-                                        for c in known})
             group = self.groups[group_id] = Group(group_id,
                                                   current_state_timestamp=self.time_ms())
         # Kafka's doTxnCommitOffsets: who asks is checked only when named.
@@ -858,7 +918,7 @@ class GroupCoordinator:
         elif generation >= 0 and generation != group.generation:
             error = E.ILLEGAL_GENERATION
         if error:
-            return dict(unknown, **{(c.topic, c.partition): error for c in known})
+            return unknown | {(c.topic, c.partition): error for c in known}
         errors = self._do_commit(group, known, -1, (producer_id, producer_epoch))
         errors.update(unknown)
         return errors
@@ -870,6 +930,16 @@ class GroupCoordinator:
         transaction committed there.  Raises what the append raises."""
         self.store.append_marker(partition, producer_id, producer_epoch, commit,
                                  coordinator_epoch)
+        state = self.ownership.error(partition)
+        if state == E.COORDINATOR_LOAD_IN_PROGRESS:
+            # Its offsets are in what the load reads: applied when it is done.
+            self._markers_while_loading.setdefault(partition, []).append(
+                (producer_id, commit))
+        elif state == E.NONE:
+            self._txn_ended(partition, producer_id, commit)
+        # Else the partition's groups are not loaded here: nothing to apply.
+
+    def _txn_ended(self, partition: int, producer_id: int, commit: bool) -> None:
         entries = self.pending_txn.pop((partition, producer_id), [])
         if not commit:
             return
@@ -908,8 +978,8 @@ class GroupCoordinator:
         for c in commits:
             tp = (c.topic, c.partition)
             metadata = c.metadata or ""
-            topic = self.topics.get(c.topic)
-            if topic is None or not 0 <= c.partition < topic.partitions:
+            count = self.partition_count(c.topic)
+            if count is None or not 0 <= c.partition < count:
                 errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif _java_length(metadata) > OFFSET_METADATA_MAX_BYTES:
                 errors[tp] = E.OFFSET_METADATA_TOO_LARGE
@@ -1025,7 +1095,10 @@ class GroupCoordinator:
         out: dict[str, int] = {}
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if group is None or group.is_(S.DEAD):
+            error = self.coordinator_error(group_id)
+            if error:
+                out[group_id] = error
+            elif group is None or group.is_(S.DEAD):
                 out[group_id] = E.GROUP_ID_NOT_FOUND
             elif not group.is_(S.EMPTY):
                 out[group_id] = E.NON_EMPTY_GROUP
@@ -1045,6 +1118,9 @@ class GroupCoordinator:
                        ) -> tuple[int, dict[TopicPartition, int]]:
         if not group_id:
             return E.INVALID_GROUP_ID, {}  # unlike OffsetCommit, Kafka refuses ""
+        error = self.coordinator_error(group_id)
+        if error:
+            return error, {}
         group = self.groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}

@@ -4,10 +4,12 @@ The topic is compacted (the last value of a key is the truth) and is created
 on first use (FindCoordinator, a commit, a join), not at startup, as Kafka
 creates it: a broker without groups pays nothing.  A group's records all go to
 one partition, ``abs(javaHash(group)) % offsets.topic.num.partitions``, whose
-leader (this node) is the group's coordinator.
+leader is the group's coordinator.  The node creates the topic and says which
+partitions it leads (:class:`~pylog.coordinator.internal_topic.InternalTopic`).
 
-Loading reads every partition from its log start and keeps the last value per
-key; a null value (tombstone) removes the key.
+Loading reads one partition from its log start up to where it ended when its
+leadership began, keeping the last value per key; a null value (tombstone)
+removes the key.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 from pylog.coordinator import records as fmt
-from pylog.log.errors import LogClosedError
+from pylog.coordinator.internal_topic import InternalTopic, NotCoordinatorError
+from pylog.log.errors import OffsetOutOfRangeError
 from pylog.records import BatchBuilder, read_batches
 from pylog.records.markers import marker_batch, marker_of
 
 if TYPE_CHECKING:
     from pylog.log import Log
-    from pylog.server.topics import TopicRegistry
 
 log = logging.getLogger(__name__)
 
@@ -48,24 +50,24 @@ Event = tuple[int, "bool | None", "bytes | None", "bytes | None"]
 
 
 class OffsetsStore:
-    """A compacted internal topic of keyed records, loaded back at start
-    (``__consumer_offsets`` here; the transaction log subclasses it)."""
+    """A compacted internal topic of keyed records, loaded back partition by
+    partition (``__consumer_offsets`` here; the transaction log subclasses it)."""
 
     TOPIC = OFFSETS_TOPIC
     TOPIC_CONFIGS = OFFSETS_TOPIC_CONFIGS
 
-    def __init__(self, topics: TopicRegistry, num_partitions: int,
+    def __init__(self, topic: InternalTopic, num_partitions: int,
                  time_ms: Callable[[], int] | None = None, *,
                  segment_bytes: int = 104857600) -> None:
-        self.topics = topics
-        # The topic's configs when this store creates it (offsets.topic.segment.bytes).
+        self.topic = topic
+        # The topic's configs when it is created (offsets.topic.segment.bytes).
         self.topic_configs = dict(self.TOPIC_CONFIGS,
                                   **{"segment.bytes": str(max(segment_bytes,
                                                               _MIN_SEGMENT_BYTES))})
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
         self.configured_partitions = num_partitions  # offsets.topic.num.partitions
-        # Where the partitions beyond the first group's are created (the
-        # broker's I/O threads); None: at once, on the caller's thread.
+        # Where partitions are read when loaded (the node's I/O threads);
+        # None: the event loop's default executor.
         self.executor: Executor | None = None
         # Told of each transactional batch (commit None) and marker (commit
         # True/False) written: (partition, producer id, epoch, offset,
@@ -79,64 +81,43 @@ class OffsetsStore:
         (a client's Metadata or CreateTopics may come first), else the
         configured one: Kafka's getGroupMetadataTopicPartitionCount.  The
         group -> partition mapping must follow the topic that holds it."""
-        existing = self.topics.get(self.TOPIC)
-        return existing.partitions if existing else self.configured_partitions
+        count = self.topic.partition_count()
+        return count if count is not None else self.configured_partitions
 
-    def partition_for(self, group_id: str) -> int:
-        return fmt.partition_for(group_id, self.num_partitions)
+    def partition_for(self, key: str) -> int:
+        return fmt.partition_for(key, self.num_partitions)
 
-    def ensure_topic(self) -> None:
-        """Create the whole topic now (all its partitions' logs)."""
-        if self.topics.get(self.TOPIC) is None:
-            log.info("creating %s with %d partitions", self.TOPIC, self.num_partitions)
-            self.topics.create(self.TOPIC, self.num_partitions, dict(self.topic_configs))
-
-    def ensure_group(self, group_id: str) -> int:
-        """The group's partition, its log created if missing; the group's
-        coordinator is ready once this returns.  The first call creates the
-        topic, but only this partition's log on the caller's thread (the event
-        loop): creating all 50 costs ~0.1 s of file creation, a stall every
-        connection would feel.  The others are created on :attr:`executor`
-        (synchronously when it is None), and on demand by any later group."""
-        partition = self.partition_for(group_id)
-        if self.topics.logs.get_log(self.TOPIC, partition) is None:
-            self._log(partition)
-        return partition
-
-    def _create_rest(self) -> None:
-        for p in range(self.num_partitions):
-            try:
-                if self.topics.ensure_partition(self.TOPIC, p) is None:
-                    return  # the topic was deleted meanwhile
-            except LogClosedError:
-                return  # the node is shutting down: the next start creates the rest
-
-    def _log_rest_failure(self, fut: Future) -> None:
-        exc = fut.exception()
-        if exc is not None:
-            log.error("creating the partitions of %s failed", self.TOPIC, exc_info=exc)
+    def create_topic(self, key: str | None = None) -> bool:
+        """Have the topic created if it is missing, as Kafka creates it on
+        first use; True once it exists.  ``key``: the group or transactional
+        id it is first used for, whose partition a single node makes at once
+        (None: every partition at once).  A cluster node only asks the
+        controller: False until the topic appears.  Raises ``TopicError``
+        when it cannot be made."""
+        if self.topic.partition_count() is None:
+            self.topic.ensure_created(self.configured_partitions, self.topic_configs,
+                                      None if key is None else self.partition_for(key))
+        return self.topic.partition_count() is not None
 
     def _log(self, partition: int) -> Log:
-        if self.topics.get(self.TOPIC) is None:
-            log.info("creating %s with %d partitions", self.TOPIC, self.num_partitions)
-            self.topics.create(self.TOPIC, self.num_partitions, dict(self.topic_configs),
-                               only=(partition,))
-            if self.executor is None:
-                self._create_rest()
-            else:
-                self.executor.submit(self._create_rest).add_done_callback(
-                    self._log_rest_failure)
-        found = self.topics.ensure_partition(self.TOPIC, partition)
+        if self.topic.partition_count() is None:
+            self.topic.ensure_created(self.configured_partitions, self.topic_configs,
+                                      partition)
+        found = self.topic.leader_log(partition)
         if found is None:
-            raise RuntimeError(f"{self.TOPIC}-{partition} is missing")
+            raise NotCoordinatorError(f"{self.TOPIC}-{partition} is not led by this node")
         return found
+
+    def storage_failed(self, message: str, exc: OSError) -> None:
+        self.topic.storage_failed(message, exc)
 
     def append(self, key: str, entries: list[Entry],
                producer: tuple[int, int] | None = None) -> int:
         """Write one batch of records to ``key``'s partition (a group id, a
         transactional id); its base offset.  ``producer``: (id, epoch) of the
         transaction the records belong to (TxnOffsetCommit).  Raises what
-        Log.append raises (the coordinator maps it to an error code)."""
+        Log.append raises, and NotCoordinatorError when this node does not
+        lead the partition (the coordinator maps them to error codes)."""
         now = self.time_ms()
         builder = BatchBuilder() if producer is None else BatchBuilder(
             producer_id=producer[0], producer_epoch=producer[1], base_sequence=-1,
@@ -161,43 +142,58 @@ class OffsetsStore:
 
     # -- loading -----------------------------------------------------------------
 
-    def read_partition(self, partition: int) -> Iterator[Event]:
-        """Every record and transaction marker of one partition, oldest first."""
-        found = self.topics.logs.get_log(self.TOPIC, partition)
+    def reader(self, partition: int,
+               high_watermark: int | None = None) -> Callable[[], Iterator[Event]]:
+        """On the loop, at an election: a function that reads ``partition``
+        from its log start up to its log end now (or ``high_watermark``, which
+        a cluster's leader gives: what is above it may yet be truncated),
+        safe to run on another thread.  Nothing to read at 0 (a partition
+        just created): its log is not even looked up."""
+        if high_watermark == 0:
+            return lambda: iter(())
+        found = self.topic.leader_log(partition)
         if found is None:
-            return
-        offset = found.log_start_offset
+            raise NotCoordinatorError(f"{self.TOPIC}-{partition} is not led by this node")
         end = found.log_end_offset
-        while offset < end:
-            chunk = found.read(offset, _READ_CHUNK)
-            if chunk.length <= 0:
-                break
-            data = os.pread(chunk.fd, chunk.length, chunk.position)
-            last = offset - 1
-            for batch in read_batches(data):
-                last = batch.base_offset + batch.last_offset_delta
-                if last < offset:
-                    continue
-                if batch.is_control:
-                    marker = marker_of(batch) if batch.is_transactional else None
-                    if marker is not None:
-                        yield batch.producer_id, marker[0], None, None
-                    continue
-                pid = batch.producer_id if batch.is_transactional else -1
-                for record in batch.records():
-                    if record.offset >= offset and record.key is not None:
-                        yield pid, None, record.key, record.value
-            if last < offset:
-                break
-            offset = last + 1
+        if high_watermark is not None:
+            end = min(end, high_watermark)
+        return lambda: read_partition(found, end)
 
-    def load(self) -> Iterator[tuple[int, Event]]:
-        """(partition, event) for every record and marker of every partition."""
-        if self.topics.get(self.TOPIC) is None:
-            return
-        for p in range(self.num_partitions):
-            for event in self.read_partition(p):
-                yield p, event
+
+def read_partition(found: Log, end: int) -> Iterator[Event]:
+    """Every record and transaction marker of a log below offset ``end``,
+    oldest first."""
+    offset = found.log_start_offset
+    while offset < end:
+        try:
+            chunk = found.read(offset, _READ_CHUNK, max_offset=end)
+        except OffsetOutOfRangeError as exc:
+            if offset < exc.log_start_offset:
+                # Records deleted below it meanwhile (DeleteRecords): what
+                # is left starts at the new log start.
+                offset = exc.log_start_offset
+                continue
+            break  # truncated below it meanwhile: nothing more to read
+        if chunk.length <= 0:
+            break
+        data = os.pread(chunk.fd, chunk.length, chunk.position)
+        last = offset - 1
+        for batch in read_batches(data):
+            last = batch.base_offset + batch.last_offset_delta
+            if last < offset or batch.base_offset >= end:
+                continue
+            if batch.is_control:
+                marker = marker_of(batch) if batch.is_transactional else None
+                if marker is not None:
+                    yield batch.producer_id, marker[0], None, None
+                continue
+            pid = batch.producer_id if batch.is_transactional else -1
+            for record in batch.records():
+                if offset <= record.offset < end and record.key is not None:
+                    yield pid, None, record.key, record.value
+        if last < offset:
+            break
+        offset = last + 1
 
 
 Pending = dict[tuple[int, int], list[Entry]]  # (partition, producer id) -> its records

@@ -1,8 +1,13 @@
-"""The transaction coordinator: Kafka's TransactionCoordinator for one node.
+"""The transaction coordinator: Kafka's TransactionCoordinator.
 
-Every partition of ``__transaction_state`` is led by this node, so this node
-coordinates every transactional id (FindCoordinator names it).  The state
-machine is Kafka's (KIP-98):
+A node coordinates the transactional ids of the ``__transaction_state``
+partitions it leads: it loads a partition's transactions when elected (and
+completes those it finds between Prepare and Complete), drops them when it
+resigns (:mod:`pylog.coordinator.ownership`; Kafka's TransactionStateManager
+loadTransactionsForTxnTopicPartition / removeTransactionsForTxnTopicPartition).
+A request for an id of another partition gets NOT_COORDINATOR, of one still
+loading COORDINATOR_LOAD_IN_PROGRESS.  A single node leads every partition.
+The state machine is Kafka's (KIP-98):
 
 * **InitProducerId** with a transactional id gives a producer id and epoch:
   a new id gets a fresh producer id at epoch 0; a known one has its epoch
@@ -18,25 +23,29 @@ machine is Kafka's (KIP-98):
   CompleteCommit/CompleteAbort.  On one node the markers are local appends,
   so EndTxn answers once all three steps are done (Kafka answers after the
   Prepare write and sends the markers after); a crash between the steps
-  leaves a Prepare state that the next start completes
-  (:meth:`TransactionCoordinator.complete_prepared`).
+  leaves a Prepare state that the next election of its partition completes
+  (:meth:`TransactionCoordinator.complete_prepared`).  Markers carry the
+  partition's coordinator epoch (its leader epoch at the election).
 * A transaction open longer than its timeout is aborted under a bumped
   epoch (``transaction.abort.timed.out.transaction.cleanup.interval.ms``),
   and an id idle for ``transactional.id.expiration.ms`` is forgotten.
 
 Every change is written to ``__transaction_state`` (:mod:`pylog.coordinator.txn_log`)
-before it is answered or acted on; the state is read back at start.
+before it is answered or acted on; the state is read back at each election.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
+from pylog.coordinator.internal_topic import NotCoordinatorError
+from pylog.coordinator.ownership import Ownership, PartitionedCoordinator
 from pylog.coordinator.txn_log import (
+    TXN_TOPIC,
     TxnMetadata,
     TxnState,
     TxnStore,
@@ -46,26 +55,31 @@ from pylog.coordinator.txn_log import (
     txn_value,
 )
 from pylog.protocol import ErrorCode
+from pylog.protocol.errors import TopicError
 
 if TYPE_CHECKING:
-    from pylog.server.config import BrokerConfig
-    from pylog.server.producer_state import ProducerIds
-    from pylog.server.topics import TopicRegistry
+    from pylog.coordinator.internal_topic import InternalTopic
+    from pylog.coordinator.offsets_store import Event
 
 log = logging.getLogger(__name__)
 
 E = ErrorCode
 T = TxnState
 TopicPartition = tuple[str, int]
-# The coordinator epoch of every marker this node's coordinator writes: in
-# Kafka the leader epoch of the __transaction_state partition, which on one
-# node never moves.
-COORDINATOR_EPOCH = 0
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a new id
-# Writes a marker: (topic, partition, producer id, epoch, commit); a refusal
-# (a fenced epoch, a partition deleted since) is logged by the writer and
-# leaves nothing to retry on one node.
-MarkerWriter = Callable[[str, int, int, int, bool], object]
+# Writes a marker: (topic, partition, producer id, epoch, commit, coordinator
+# epoch); a refusal (a fenced epoch, a partition deleted since) is logged by
+# the writer and leaves nothing to retry on one node.
+MarkerWriter = Callable[[str, int, int, int, bool, int], object]
+# Transactional ids of one partition as read from its log (None: removed).
+LoadedTxns = dict[str, "TxnMetadata | None"]
+
+
+class ProducerIdSource(Protocol):
+    """Where new producer ids come from (the node: a file, or blocks of ids
+    handed out by ZooKeeper in a cluster)."""
+
+    def next_id(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -80,7 +94,7 @@ class TxnConfig:
     segment_bytes: int = 104_857_600
 
     @classmethod
-    def from_broker(cls, cfg: BrokerConfig) -> TxnConfig:
+    def from_broker(cls, cfg: Any) -> TxnConfig:
         return cls(cfg["transaction.max.timeout.ms"], cfg["transactional.id.expiration.ms"],
                    cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                    cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
@@ -88,51 +102,104 @@ class TxnConfig:
                    cfg["transaction.state.log.segment.bytes"])
 
 
-class TransactionCoordinator:
-    def __init__(self, topics: TopicRegistry, producer_ids: ProducerIds,
+def read_txns(partition: int, events: Iterator[Event]) -> LoadedTxns:
+    """Every transactional id's last state in one partition's records (safe
+    on any thread)."""
+    found: LoadedTxns = {}
+    for _, _, key, value in events:
+        try:
+            txn_id = parse_txn_key(key) if key is not None else None
+            if txn_id is None:
+                continue
+            found[txn_id] = None if value is None else parse_txn_value(txn_id, value)
+        except (ValueError, IndexError, UnicodeDecodeError) as exc:
+            log.warning("skipping an unreadable record in %s-%d: %s", TXN_TOPIC, partition,
+                        exc)
+    return found
+
+
+class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
+    def __init__(self, txn_topic: InternalTopic, producer_ids: ProducerIdSource,
                  write_marker: MarkerWriter, config: TxnConfig | None = None,
                  time_ms: Callable[[], int] | None = None) -> None:
         self.config = config or TxnConfig()
         self.time_ms = time_ms or (lambda: time.time_ns() // 1_000_000)
-        self.store = TxnStore(topics, self.config.num_partitions, self.time_ms,
+        self.store = TxnStore(txn_topic, self.config.num_partitions, self.time_ms,
                               segment_bytes=self.config.segment_bytes)
+        self.ownership = Ownership(TXN_TOPIC)
         self.producer_ids = producer_ids
         self.write_marker = write_marker
-        self.txns: dict[str, TxnMetadata] = {}
+        self.txns: dict[str, TxnMetadata] = {}  # of the partitions owned
 
-    # -- state in the log ----------------------------------------------------------
+    # -- partitions: election and resignation ----------------------------------------
 
-    def load(self) -> None:
-        """Every transactional id's last state, from ``__transaction_state``."""
-        for partition, (_, _, key, value) in self.store.load():
+    def _reader(self, partition: int, high_watermark: int | None) -> Callable[[], LoadedTxns]:
+        events = self.store.reader(partition, high_watermark)
+        return lambda: read_txns(partition, events())
+
+    def _loaded(self, partition: int, found: LoadedTxns) -> None:
+        loaded = {txn_id: m for txn_id, m in found.items() if m is not None}
+        self.txns.update(loaded)
+        if loaded:
+            log.info("loaded %d transactional ids from %s-%d", len(loaded), TXN_TOPIC,
+                     partition)
+        self.complete_prepared(partition)
+
+    def _unload(self, partition: int) -> int:
+        doomed = [t for t in self.txns if self.store.partition_for(t) == partition]
+        for txn_id in doomed:
+            del self.txns[txn_id]
+        if doomed:
+            log.info("unloaded %d transactional ids of %s-%d", len(doomed), TXN_TOPIC,
+                     partition)
+        return len(doomed)
+
+    def coordinator_error(self, transactional_id: str, create: bool = False) -> int:
+        """NONE when this node coordinates ``transactional_id`` now, else
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS.  ``create``: ask for
+        ``__transaction_state`` if it is missing (InitProducerId, the first
+        use of a transactional id); COORDINATOR_NOT_AVAILABLE when it cannot
+        be made."""
+        if create:
             try:
-                txn_id = parse_txn_key(key) if key is not None else None
-                if txn_id is None:
-                    continue
-                if value is None:
-                    self.txns.pop(txn_id, None)
-                else:
-                    self.txns[txn_id] = parse_txn_value(txn_id, value)
-            except (ValueError, IndexError, UnicodeDecodeError) as exc:
-                log.warning("skipping an unreadable record in %s-%d: %s",
-                            self.store.TOPIC, partition, exc)
-        if self.txns:
-            log.info("loaded %d transactional ids from %s", len(self.txns), self.store.TOPIC)
+                self.store.create_topic(transactional_id)
+            except TopicError:  # could not be made (logged by the node)
+                return E.COORDINATOR_NOT_AVAILABLE
+        return self.ownership.error(self.store.partition_for(transactional_id))
 
-    def complete_prepared(self) -> int:
-        """Finish the transactions a crash left between Prepare and Complete:
-        their markers (again: a marker for a transaction already ended in a
-        partition changes nothing there), then the Complete state."""
+    def find_partition(self, transactional_id: str) -> int | None:
+        """FindCoordinator: the ``__transaction_state`` partition whose leader
+        coordinates ``transactional_id``, the topic asked for when missing;
+        None while it does not exist yet.  Raises ``TopicError`` when it
+        cannot be made."""
+        if not self.store.create_topic(transactional_id):
+            return None
+        return self.store.partition_for(transactional_id)
+
+    def complete_prepared(self, partition: int | None = None) -> int:
+        """Finish the transactions (of ``partition``; None: of every one
+        owned) that a crash or a change of coordinator left between Prepare
+        and Complete: their markers (again: a marker for a transaction already
+        ended in a partition changes nothing there), then the Complete state."""
         done = 0
         for m in list(self.txns.values()):
-            if m.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
-                commit = m.state == T.PREPARE_COMMIT
-                log.info("completing the %s of transactional id %r after a restart",
-                         "commit" if commit else "abort", m.transactional_id)
+            if m.state not in (T.PREPARE_COMMIT, T.PREPARE_ABORT) or (
+                    partition is not None
+                    and self.store.partition_for(m.transactional_id) != partition):
+                continue
+            commit = m.state == T.PREPARE_COMMIT
+            log.info("completing the %s of transactional id %r found at the election of "
+                     "its partition", "commit" if commit else "abort", m.transactional_id)
+            try:
                 self._write_markers(m, commit)
                 self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
                               partitions=set())
-                done += 1
+            except NotCoordinatorError:
+                continue  # resigned meanwhile: the next coordinator completes it
+            except OSError as exc:
+                self._storage_error(exc)
+                break
+            done += 1
         return done
 
     def _persist(self, m: TxnMetadata, state: TxnState, *, partitions: set | None = None,
@@ -154,9 +221,11 @@ class TransactionCoordinator:
         self.txns[m.transactional_id] = m
 
     def _write_markers(self, m: TxnMetadata, commit: bool) -> None:
+        epoch = self.ownership.epoch(self.store.partition_for(m.transactional_id))
         for topic, partition in sorted(m.partitions):
             try:
-                self.write_marker(topic, partition, m.producer_id, m.producer_epoch, commit)
+                self.write_marker(topic, partition, m.producer_id, m.producer_epoch, commit,
+                                  epoch)
             except Exception:  # one partition's failure must not keep the others waiting
                 log.exception("writing the %s marker of transactional id %r to %s-%d failed",
                               "COMMIT" if commit else "ABORT", m.transactional_id, topic,
@@ -188,6 +257,9 @@ class TransactionCoordinator:
         """(error, producer id, epoch) for InitProducerId."""
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        error = self.coordinator_error(transactional_id, create=True)
+        if error:
+            return error, -1, -1
         m = self.txns.get(transactional_id)
         try:
             if m is None:
@@ -206,8 +278,8 @@ class TransactionCoordinator:
                 self._fence_and_abort(m)
             self._persist(m, T.EMPTY, partitions=set(), start_ms=-1,
                           producer=self._bumped(m), timeout_ms=timeout_ms)
-        except OSError as exc:
-            return self._storage_error(exc), -1, -1
+        except (OSError, NotCoordinatorError) as exc:
+            return self._write_error(exc), -1, -1
         return E.NONE, m.producer_id, m.producer_epoch
 
     def _check_producer(self, m: TxnMetadata | None, producer_id: int,
@@ -223,6 +295,9 @@ class TransactionCoordinator:
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        partitions: Iterable[TopicPartition]) -> int:
         """Put ``partitions`` in the transaction (it is Ongoing from now)."""
+        error = self.coordinator_error(transactional_id)
+        if error:
+            return error
         m = self.txns.get(transactional_id)
         error = self._check_producer(m, producer_id, producer_epoch)
         if error:
@@ -234,12 +309,15 @@ class TransactionCoordinator:
         start = m.start_ms if m.state == T.ONGOING else self.time_ms()
         try:
             self._persist(m, T.ONGOING, partitions=m.partitions | wanted, start_ms=start)
-        except OSError as exc:
-            return self._storage_error(exc)
+        except (OSError, NotCoordinatorError) as exc:
+            return self._write_error(exc)
         return E.NONE
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
                 commit: bool) -> int:
+        error = self.coordinator_error(transactional_id)
+        if error:
+            return error
         m = self.txns.get(transactional_id)
         error = self._check_producer(m, producer_id, producer_epoch)
         if error:
@@ -248,8 +326,8 @@ class TransactionCoordinator:
         if m.state == T.ONGOING:
             try:
                 self._end(m, commit)
-            except OSError as exc:
-                return self._storage_error(exc)
+            except (OSError, NotCoordinatorError) as exc:
+                return self._write_error(exc)
             return E.NONE
         if m.state == (T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT):
             return E.NONE  # a retry of the EndTxn that ended it
@@ -273,9 +351,34 @@ class TransactionCoordinator:
             return E.INVALID_TXN_STATE
         return E.NONE
 
+    def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
+        """DescribeTransactions of one id (Kafka's handleDescribeTransactions):
+        (error, its state)."""
+        if not transactional_id:
+            return E.INVALID_REQUEST, None
+        error = self.coordinator_error(transactional_id)
+        if error:
+            return error, None
+        m = self.txns.get(transactional_id)
+        return (E.NONE, m) if m is not None else (E.TRANSACTIONAL_ID_NOT_FOUND, None)
+
+    def list_states(self) -> tuple[int, list[TxnMetadata]]:
+        """ListTransactions: the ids of the partitions owned; none, and
+        COORDINATOR_LOAD_IN_PROGRESS, while a partition loads (as Kafka's
+        listTransactionStates)."""
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS, []
+        return E.NONE, list(self.txns.values())
+
     def _storage_error(self, exc: OSError) -> int:
-        logs = self.store.topics.logs
-        logs.failures.fail(f"Error while appending to {self.store.TOPIC}", exc)
+        self.store.storage_failed(f"Error while appending to {self.store.TOPIC}", exc)
+        return E.NOT_COORDINATOR
+
+    def _write_error(self, exc: OSError | NotCoordinatorError) -> int:
+        """A write to the log failed: the dir goes offline, or the partition's
+        leadership moved; both NOT_COORDINATOR to the client, as in Kafka."""
+        if isinstance(exc, OSError):
+            return self._storage_error(exc)
         return E.NOT_COORDINATOR
 
     # -- periodic work ----------------------------------------------------------------
@@ -291,6 +394,8 @@ class TransactionCoordinator:
                          "than its timeout of %d ms", m.transactional_id, m.timeout_ms)
                 try:
                     self._fence_and_abort(m)
+                except NotCoordinatorError:
+                    continue  # resigned meanwhile: the next coordinator aborts it
                 except OSError as exc:
                     self._storage_error(exc)
                     break
@@ -304,11 +409,15 @@ class TransactionCoordinator:
         doomed = [m for m in self.txns.values()
                   if m.state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT)
                   and m.update_ms + self.config.id_expiration_ms <= now]
+        removed = 0
         for m in doomed:
             try:
                 self.store.append(m.transactional_id, [(txn_key(m.transactional_id), None)])
+            except NotCoordinatorError:
+                continue  # resigned meanwhile
             except OSError as exc:
                 self._storage_error(exc)
                 break
             del self.txns[m.transactional_id]
-        return len(doomed)
+            removed += 1
+        return removed

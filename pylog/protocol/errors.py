@@ -1,4 +1,5 @@
-"""Kafka error codes by name, and the protocol codec's exceptions.
+"""Kafka error codes by name, the protocol codec's exceptions, and an
+operation refused with a code (:class:`TopicError`).
 
 ``ErrorCode`` is built from the generated table (``schema_gen.ERRORS``), so it
 always matches the schemas the codec was generated from:
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from pylog.errors import ProtocolError
+from pylog.errors import ProtocolError, PylogError
 from pylog.protocol.schema_gen import ERRORS
 
 ErrorCode = IntEnum("ErrorCode", [(name, code) for code, name in sorted(ERRORS.items())])
@@ -36,4 +37,15 @@ class UnsupportedVersionError(ProtocolError):
         self.header = header
 
 
-__all__ = ["ErrorCode", "ProtocolError", "UnsupportedVersionError", "error_name"]
+class TopicError(PylogError):
+    """A topic operation refused with a Kafka error code (``code``) and the
+    message the response carries.  Here, not with the topic registry, because
+    the coordinators meet it too (their internal topics are created through
+    the node) and must not depend on the server package."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+__all__ = ["ErrorCode", "ProtocolError", "TopicError", "UnsupportedVersionError", "error_name"]

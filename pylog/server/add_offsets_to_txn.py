@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.protocol.errors import TopicError
 from pylog.server.add_partitions_to_txn import old_fenced
-from pylog.server.topics import TopicError
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext
@@ -24,9 +24,12 @@ VERSIONS = (0, 3)
 
 def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     try:
-        partition = node.groups.store.ensure_group(body.group_id)
+        # The group's partition is in the transaction: __consumer_offsets is
+        # created on first use here too, so its partition count is settled.
+        node.groups.store.create_topic(body.group_id)
     except TopicError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    partition = node.groups.store.partition_for(body.group_id)
     code = node.txns.add_partitions(body.transactional_id, body.producer_id,
                                       body.producer_epoch, [(OFFSETS_TOPIC, partition)])
     return {"throttle_time_ms": 0, "error_code": old_fenced(code, ctx.api_version)}

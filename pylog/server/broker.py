@@ -11,6 +11,7 @@ clean-shutdown marker last).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -31,6 +32,13 @@ from pylog.server.client_quotas import ClientQuotas
 from pylog.server.config import BrokerConfig, Endpoint
 from pylog.server.context import NodeServices
 from pylog.server.fetch_sessions import FetchSessionCache
+from pylog.server.internal_topics import (
+    ClusterInternalTopic,
+    LocalInternalTopic,
+    elect_on_creation,
+    metadata_partition_count,
+    registry_partition_count,
+)
 from pylog.server.metadata_cache import (
     ClusterMetadataCache,
     LocalMetadataCache,
@@ -94,38 +102,16 @@ class Broker:
         self.logs.failures.on_offline = self._dir_offline
         self.cluster_id: str = self.logs.meta["cluster.id"]
         self.topics = TopicRegistry(self.logs, default)
-        # Groups and committed offsets, rebuilt from __consumer_offsets.
-        self.groups = GroupCoordinator(self.topics, CoordinatorConfig.from_broker(config))
-        self.groups.load()
-        for name in self.topics.finished_deletions:  # see delete_topic
-            self.groups.remove_topic_offsets(name)
-            self.topics.forget(name)
-        self.producer_ids = ProducerIds(self.log_dir)
+        # Disk work that must not stall the loop: fsyncs, cold-cache reads.
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
+        self._loop: asyncio.AbstractEventLoop | None = None
         # The partitions and their producer state (after the log recovery).
         self.replicas = ReplicaManager(self.logs, self.node_id,
                                        lambda: self.config["producer.id.expiration.ms"],
                                        lead_local_logs=self.zk is None)
-        self.replicas.offsets_marker = self.groups.complete_txn
-        self.groups.store.on_txn_write = self.replicas.offsets_txn_written
-        # Transactions: their state from __transaction_state, and those a
-        # crash left half ended are ended now (markers need the producer
-        # state above).
-        self.txns = TransactionCoordinator(self.topics, self.producer_ids,
-                                           self.replicas.write_marker,
-                                           TxnConfig.from_broker(config))
-        self.txns.load()
-        self.txns.complete_prepared()
-        # Disk work that must not stall the loop: fsyncs, cold-cache reads.
-        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pylog-io")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.groups.store.executor = self.executor
         self.endpoint: Endpoint = config.advertised()
-        # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
-        self.quotas = ClientQuotas(self.log_dir, config["quota.window.num"],
-                                   config["quota.window.size.seconds"])
-        self.fetch_sessions = FetchSessionCache(
-            config["max.incremental.fetch.session.cache.slots"],
-            lambda: int(time.monotonic() * 1000))
+        # What this node knows of the cluster, and how topics change: its own
+        # registry alone, or ZooKeeper and the controller.
         self.cluster: ZkNode | None = None
         if self.zk is None:
             self.metadata: MetadataCache = LocalMetadataCache(
@@ -133,6 +119,15 @@ class Broker:
                 config["broker.rack"])
             self.admin: TopicAdmin = LocalTopicAdmin(self.topics, self.node_id,
                                                      self.auto_create, self.delete_topic)
+            # The coordinators own every partition of their internal topics,
+            # all led here: those there are now, loaded below, and any made
+            # later (pylog.server.internal_topics).
+            offsets_topic: LocalInternalTopic | ClusterInternalTopic = LocalInternalTopic(
+                OFFSETS_TOPIC, self.topics, self.replicas, self.executor)
+            txn_topic: LocalInternalTopic | ClusterInternalTopic = LocalInternalTopic(
+                TXN_TOPIC, self.topics, self.replicas, self.executor)
+            elect_on_creation(self.topics, (offsets_topic, txn_topic))
+            partition_count = registry_partition_count(self.topics)
         else:
             metadata = ClusterMetadataCache(self.node_id, self.cluster_id,
                                             config.listeners[0].name)
@@ -148,6 +143,40 @@ class Broker:
             self.replicas.fetchers = ReplicaFetchers(self.node_id, config, metadata,
                                                      self.logs.failures.fail)
             self.replicas.isr_writer = self.cluster.write_isr
+            # The coordinators own the partitions of their internal topics this
+            # node leads, as LeaderAndIsr says (pylog.server.internal_topics).
+            offsets_topic = ClusterInternalTopic(OFFSETS_TOPIC, metadata, admin,
+                                                 self.replicas, self.logs.failures)
+            txn_topic = ClusterInternalTopic(TXN_TOPIC, metadata, admin, self.replicas,
+                                             self.logs.failures)
+            self.cluster.on_leadership = functools.partial(
+                _coordinators_follow, {OFFSETS_TOPIC: offsets_topic, TXN_TOPIC: txn_topic})
+            partition_count = metadata_partition_count(metadata)
+        # Groups and committed offsets, rebuilt from __consumer_offsets.
+        self.groups = GroupCoordinator(offsets_topic, partition_count,
+                                       CoordinatorConfig.from_broker(config))
+        self.groups.store.executor = self.executor
+        self.replicas.offsets_marker = self.groups.complete_txn
+        self.groups.store.on_txn_write = self.replicas.offsets_txn_written
+        offsets_topic.lead(self.groups)
+        for name in self.topics.finished_deletions:  # see delete_topic
+            self.groups.remove_topic_offsets(name)
+            self.topics.forget(name)
+        self.producer_ids = ProducerIds(self.log_dir)
+        # Transactions: their state from __transaction_state, and those a
+        # crash left half ended are ended as each partition loads (markers
+        # need the producer state above).
+        self.txns = TransactionCoordinator(txn_topic, self.producer_ids,
+                                           self.replicas.write_marker,
+                                           TxnConfig.from_broker(config))
+        self.txns.store.executor = self.executor
+        txn_topic.lead(self.txns)
+        # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
+        self.quotas = ClientQuotas(self.log_dir, config["quota.window.num"],
+                                   config["quota.window.size.seconds"])
+        self.fetch_sessions = FetchSessionCache(
+            config["max.incremental.fetch.session.cache.slots"],
+            lambda: int(time.monotonic() * 1000))
         # What the request handlers get (pylog.server.context), not this node.
         self.services = NodeServices(
             config=config, node_id=self.node_id, replicas=self.replicas, logs=self.logs,
@@ -183,7 +212,7 @@ class Broker:
         if name == OFFSETS_TOPIC or name == TXN_TOPIC:
             # As Kafka's AutoTopicCreationManager: the coordinator's partition
             # count and configs, not num.partitions.
-            (self.groups.store if name == OFFSETS_TOPIC else self.txns.store).ensure_topic()
+            (self.groups.store if name == OFFSETS_TOPIC else self.txns.store).create_topic()
         else:
             self.topics.create(name, self.config["num.partitions"])
         return self.metadata.topic(name)
@@ -304,6 +333,15 @@ async def _every(job: Callable[[], Any], interval_s: float) -> None:
             job()
         except Exception:  # never end a periodic job
             log.exception("%s failed", getattr(job, "__qualname__", job))
+
+
+def _coordinators_follow(topics: dict[str, ClusterInternalTopic], topic: str, partition: int,
+                         leads: bool, epoch: int | None) -> None:
+    """A cluster node's LeaderAndIsr (or StopReplica) for an internal topic's
+    partition: its coordinator loads or drops the partition's state."""
+    found = topics.get(topic)
+    if found is not None:
+        found.leadership(partition, leads, epoch)
 
 
 def _halt() -> None:

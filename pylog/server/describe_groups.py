@@ -21,6 +21,10 @@ VERSIONS = (0, 5)
 
 
 def _describe(node: NodeServices, group_id: str) -> dict[str, Any]:
+    error = node.groups.coordinator_error(group_id)
+    if error:  # as Kafka's handleDescribeGroup: the error and an empty summary
+        return {"error_code": error, "group_id": group_id, "group_state": "",
+                "protocol_type": "", "protocol_data": "", "members": []}
     group = node.groups.describe_group(group_id)
     if group is None:
         return {"error_code": 0, "group_id": group_id, "group_state": "Dead",

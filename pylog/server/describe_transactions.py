@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.protocol import ApiKey, ErrorCode
+from pylog.protocol import ApiKey
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext
@@ -21,10 +21,10 @@ VERSIONS = (0, 0)
 
 
 def _state(node: NodeServices, transactional_id: str) -> dict[str, Any]:
-    m = node.txns.txns.get(transactional_id) if transactional_id else None
+    # INVALID_REQUEST for "", NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
+    # for an id of a partition not loaded here, TRANSACTIONAL_ID_NOT_FOUND.
+    code, m = node.txns.describe(transactional_id)
     if m is None:
-        code = (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND if transactional_id
-                else ErrorCode.INVALID_REQUEST)
         return {"error_code": code, "transactional_id": transactional_id,
                 "transaction_state": "", "transaction_timeout_ms": 0,
                 "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,

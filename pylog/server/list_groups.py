@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.protocol import ApiKey
+from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext
@@ -24,4 +24,7 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
                 continue
             groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
                            "group_state": str(g.state), "group_type": GROUP_TYPE})
-    return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}
+    # As Kafka's handleListGroups: the groups of the partitions loaded, and
+    # COORDINATOR_LOAD_IN_PROGRESS while some partition is still loading.
+    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if node.groups.loading else 0
+    return {"throttle_time_ms": 0, "error_code": error, "groups": groups}

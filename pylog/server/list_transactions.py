@@ -33,13 +33,15 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
     pids = set(body.producer_id_filters)
     duration = body.duration_filter if ctx.api_version >= 1 else -1
     now = time.time_ns() // 1_000_000
+    # COORDINATOR_LOAD_IN_PROGRESS and none while a partition loads.
+    error, found = node.txns.list_states()
     listed = [
         {"transactional_id": m.transactional_id, "producer_id": m.producer_id,
          "transaction_state": m.state.label}
-        for m in node.txns.txns.values()
+        for m in found
         if m.state != TxnState.DEAD
         and (not pids or m.producer_id in pids)
         and (not names or m.state in states)
         and not (duration >= 0 and now - m.start_ms <= duration)]
-    return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": unknown,
+    return {"throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown,
             "transaction_states": listed}

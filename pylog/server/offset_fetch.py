@@ -40,12 +40,32 @@ def _topics(node: NodeServices, group_id: str, topics: Any,
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
+def _refused(error: int, topics: Any) -> list[dict[str, Any]]:
+    """Kafka's OffsetFetchRequest.getErrorResponse before v2 (no top-level
+    error yet): every partition asked for carries the error."""
+    return [{"name": t.name, "partitions": [
+        {"partition_index": p, "error_code": error, "committed_offset": -1,
+         "committed_leader_epoch": -1, "metadata": ""} for p in t.partition_indexes]}
+        for t in topics or ()]
+
+
+def _group(node: NodeServices, group_id: str, topics: Any,
+           require_stable: bool) -> dict[str, Any]:
+    # Not this node's group, or its partition still loading: the error
+    # alone, as Kafka's handleFetchOffsets (validateGroupStatus).
+    error = node.groups.coordinator_error(group_id)
+    if error:
+        return {"group_id": group_id, "error_code": error, "topics": []}
+    return {"group_id": group_id, "error_code": 0,
+            "topics": _topics(node, group_id, topics, require_stable)}
+
+
 def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
-    if ctx.api_version < 8:
-        return {"throttle_time_ms": 0, "error_code": 0,
-                "topics": _topics(node, body.group_id, body.topics,
-                                  ctx.api_version >= 7 and body.require_stable)}
+    version = ctx.api_version
+    if version < 8:
+        found = _group(node, body.group_id, body.topics, version >= 7 and body.require_stable)
+        error = found["error_code"]
+        topics = _refused(error, body.topics) if error and version < 2 else found["topics"]
+        return {"throttle_time_ms": 0, "error_code": error, "topics": topics}
     return {"throttle_time_ms": 0, "groups": [
-        {"group_id": g.group_id, "error_code": 0,
-         "topics": _topics(node, g.group_id, g.topics, body.require_stable)}
-        for g in body.groups]}
+        _group(node, g.group_id, g.topics, body.require_stable) for g in body.groups]}

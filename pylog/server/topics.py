@@ -27,13 +27,14 @@ import re
 import resource
 import threading
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pylog.log import Log, LogConfig, LogManager
 from pylog.log.durable import write_atomically
 from pylog.protocol import ErrorCode
+from pylog.protocol.errors import TopicError
 from pylog.protocol.uuids import parse_uuid, uuid_text
 from pylog.server import topic_configs
 
@@ -43,14 +44,6 @@ MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 log = logging.getLogger(__name__)
-
-
-class TopicError(Exception):
-    """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def storage_error(what: str, exc: OSError) -> TopicError:
@@ -123,6 +116,10 @@ class TopicRegistry:
         # Topics whose deletion a crash interrupted and _load finished: their
         # committed offsets are the broker's to remove once groups are loaded.
         self.finished_deletions: list[str] = []
+        # Told of the partitions of each topic created or grown here
+        # (name, the new partitions): the node's coordinators own those of
+        # their internal topics from then on (pylog.server.internal_topics).
+        self.on_created: Callable[[str, range], None] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -249,6 +246,8 @@ class TopicRegistry:
                 if isinstance(exc, OSError):
                     raise storage_error(f"could not create topic {name}", exc) from exc
                 raise
+        if self.on_created is not None:
+            self.on_created(name, range(partitions))
         return topic
 
     def ensure_partition(self, name: str, partition: int) -> Log | None:
@@ -330,4 +329,6 @@ class TopicRegistry:
                 if isinstance(exc, OSError):
                     raise storage_error(f"could not add partitions to {name}", exc) from exc
                 raise
+        if self.on_created is not None:
+            self.on_created(name, range(first, total))
         return topic

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.coordinator.coordinator import OffsetCommit
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.coordinator.txn_log import TXN_TOPIC
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.add_partitions_to_txn import old_fenced
 
@@ -24,15 +25,27 @@ API_KEY = ApiKey.TXN_OFFSET_COMMIT
 VERSIONS = (0, 3)
 
 
+def _coordinated_here(node: NodeServices, transactional_id: str) -> bool:
+    found = node.metadata.partition(TXN_TOPIC, node.txns.store.partition_for(transactional_id))
+    return found is None or found.leader == node.node_id
+
+
 def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     version = ctx.api_version
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
                             p.committed_leader_epoch if version >= 2 else -1,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    partition = node.groups.store.partition_for(body.group_id)
-    code = node.txns.verify(body.transactional_id, body.producer_id, body.producer_epoch,
-                              OFFSETS_TOPIC, partition)
+    code = ErrorCode.NONE
+    # The group's coordinator answers first (NOT_COORDINATOR sends the client
+    # to find it): commit_txn_offsets gives its error.  The transaction is
+    # checked when this node coordinates it; one coordinated by another node
+    # of a cluster is not (Kafka 3.6 does not check TxnOffsetCommit at all).
+    if not node.groups.coordinator_error(body.group_id, create=True) \
+            and _coordinated_here(node, body.transactional_id):
+        partition = node.groups.store.partition_for(body.group_id)
+        code = node.txns.verify(body.transactional_id, body.producer_id,
+                                body.producer_epoch, OFFSETS_TOPIC, partition)
     if code == ErrorCode.INVALID_PRODUCER_EPOCH:
         code = ErrorCode.PRODUCER_FENCED
     if code:

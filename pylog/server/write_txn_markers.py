@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pylog.coordinator.transactions import COORDINATOR_EPOCH
 from pylog.log.errors import LogClosedError
 from pylog.protocol import ApiKey, ErrorCode
 
@@ -37,6 +36,11 @@ if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext
 
 log = logging.getLogger(__name__)
+
+# The coordinator epoch of a single node's transaction coordinator: the
+# leader epoch its __transaction_state partitions are elected at, which
+# never moves there.
+COORDINATOR_EPOCH = 0
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
 VERSIONS = (0, 1)

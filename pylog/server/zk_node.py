@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEADER_DURING_DELETE = -2
-# topic, partition, whether this node leads it now, the leader epoch
-LeadershipListener = Callable[[str, int, bool, int], None]
+# topic, partition, whether this node leads it now, the leader epoch (None: any)
+LeadershipListener = Callable[[str, int, bool, "int | None"], None]
 
 
 class ClusterMembershipError(Exception):
@@ -373,9 +373,9 @@ class ZkNode:
                     try:
                         self.replicas.stop_replica(t.topic_name, p.partition_index,
                                                    p.delete_partition)
-                        if self.on_leadership is not None:
+                        if self.on_leadership is not None:  # (-2: being deleted)
                             self.on_leadership(t.topic_name, p.partition_index, False,
-                                               p.leader_epoch)
+                                               p.leader_epoch if p.leader_epoch >= 0 else None)
                         if p.delete_partition:
                             self.topic_configs.pop(t.topic_name, None)
                     except OSError as exc:

@@ -252,11 +252,19 @@ def test_list_transactions_kafka_python(start_broker) -> None:
         admin.close()
 
 
-def test_describe_transactions_on_the_wire(broker) -> None:
-    """Raw DescribeTransactions v0: TRANSACTIONAL_ID_NOT_FOUND for an id with
-    no state (every id here) with the other fields at their defaults, an
-    empty id INVALID_REQUEST, ids answered in order, duplicates included."""
-    with RawClient(broker.bootstrap) as c:
+def test_describe_transactions_on_the_wire(start_broker) -> None:
+    """Raw DescribeTransactions v0: NOT_COORDINATOR while no partition of
+    ``__transaction_state`` is led here (before anything made the topic, as
+    Kafka answers); once FindCoordinator made it, TRANSACTIONAL_ID_NOT_FOUND
+    for an id with no state (every id here) with the other fields at their
+    defaults, an empty id INVALID_REQUEST, ids answered in order, duplicates
+    included."""
+    b = start_broker()
+    with RawClient(b.bootstrap) as c:
+        r = c.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["no-such-txn"]})
+        assert [s.error_code for s in r.transaction_states] == [ErrorCode.NOT_COORDINATOR]
+        found = c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "no-such-txn", "key_type": 1})
+        assert (found.error_code, found.port) == (0, b.port)
         r = c.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [
             "no-such-txn", "", "no-such-txn"]})
         assert r.throttle_time_ms == 0

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from broker_process import EVENT_LOOPS
+from local_node import LocalNode
 
 from pylog.coordinator import GroupCoordinator, GroupState
 from pylog.coordinator import records as fmt
 from pylog.coordinator.coordinator import CoordinatorConfig, JoinRequest, OffsetCommit
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
-from pylog.log import LogConfig, LogManager
 from pylog.server.main import event_loop_factory
 from pylog.server.topics import TopicRegistry
 
@@ -30,21 +30,19 @@ class Clock:
         return self.now
 
 
-def registry(path: Path) -> TopicRegistry:
-    logs = LogManager(path, LogConfig())
-    topics = TopicRegistry(logs, LogConfig())
-    if topics.get("t") is None:
-        topics.create("t", 4)
-        topics.create("u", 1)
-    return topics
+def local_node(path: Path) -> LocalNode:
+    node = LocalNode(path)
+    if node.topics.get("t") is None:
+        node.topics.create("t", 4)
+        node.topics.create("u", 1)
+    return node
 
 
 def coordinator(path: Path, clock: Clock, **cfg) -> tuple[GroupCoordinator, TopicRegistry]:
-    topics = registry(path)
+    """A node's group coordinator, every partition of the offsets topic loaded."""
+    node = local_node(path)
     config = CoordinatorConfig(offsets_topic_num_partitions=5, **cfg)
-    c = GroupCoordinator(topics, config, time_ms=clock)
-    c.load()
-    return c, topics
+    return node.groups(config, clock), node.topics
 
 
 def test_key_value_layouts_round_trip() -> None:
@@ -169,12 +167,11 @@ def test_first_group_creates_its_partition_now_and_the_rest_on_the_executor(
         tmp_path: Path) -> None:
     """FindCoordinator / a join / a commit must not create all the partitions'
     logs on the event loop: the group's partition at once, the others on the
-    store's executor; a restart sees the whole topic either way."""
+    node's executor; a restart sees the whole topic either way."""
     from concurrent.futures import ThreadPoolExecutor
 
-    topics = registry(tmp_path)
-    config = CoordinatorConfig(offsets_topic_num_partitions=5)
-    c = GroupCoordinator(topics, config, time_ms=Clock())
+    node = local_node(tmp_path)
+    c = node.groups(CoordinatorConfig(offsets_topic_num_partitions=5), Clock())
     pending = []
 
     class Deferred(ThreadPoolExecutor):
@@ -183,30 +180,32 @@ def test_first_group_creates_its_partition_now_and_the_rest_on_the_executor(
             return super().submit(lambda: None)
 
     with Deferred(max_workers=1) as executor:
-        c.store.executor = executor
-        p = c.store.ensure_group("g")
-        assert topics.get(OFFSETS_TOPIC).partitions == 5
-        present = [q for q in range(5) if topics.logs.get_log(OFFSETS_TOPIC, q)]
+        c.store.topic.executor = executor
+        p = c.find_partition("g")
+        assert node.topics.get(OFFSETS_TOPIC).partitions == 5
+        present = [q for q in range(5) if node.logs.get_log(OFFSETS_TOPIC, q)]
         assert present == [p]
+        assert c.coordinator_error("g") == 0  # every partition led here, owned at once
+        assert c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 0, 5)]) == {("t", 0): 0}
         fn, args, kwargs = pending.pop()
         fn(*args, **kwargs)
-    assert all(topics.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
-    topics.logs.close()
+    assert all(node.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
+    node.close()
 
-    again = registry(tmp_path)
-    assert again.get(OFFSETS_TOPIC).partitions == 5
+    again = local_node(tmp_path)
+    assert again.topics.get(OFFSETS_TOPIC).partitions == 5
     assert all(again.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
-    again.logs.close()
+    again.close()
 
 
 def test_partitions_left_missing_are_created_on_restart(tmp_path: Path) -> None:
-    topics = registry(tmp_path)
-    topics.create(OFFSETS_TOPIC, 5, {"cleanup.policy": "compact"}, only=(3,))
-    topics.logs.close()
-    again = registry(tmp_path)
-    assert again.get(OFFSETS_TOPIC).partitions == 5
+    node = local_node(tmp_path)
+    node.topics.create(OFFSETS_TOPIC, 5, {"cleanup.policy": "compact"}, only=(3,))
+    node.close()
+    again = local_node(tmp_path)
+    assert again.topics.get(OFFSETS_TOPIC).partitions == 5
     assert all(again.logs.get_log(OFFSETS_TOPIC, q) for q in range(5))
-    again.logs.close()
+    again.close()
 
 
 def test_an_unreadable_record_is_skipped_at_load(tmp_path: Path, caplog) -> None:
@@ -228,7 +227,7 @@ def test_an_unreadable_record_is_skipped_at_load(tmp_path: Path, caplog) -> None
     c.commit_offsets("g", -1, "", None, [OffsetCommit("t", 2, 9)])  # after the garbage
     topics.logs.close()
 
-    with caplog.at_level("WARNING", logger="pylog.coordinator.coordinator"):
+    with caplog.at_level("WARNING", logger="pylog.coordinator.group_loader"):
         again, topics = coordinator(tmp_path, clock)
     assert set(again.groups) == {"g", "h"}
     got = {g: {tp: (o.offset, o.leader_epoch, o.metadata)

@@ -5,35 +5,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from local_node import LocalNode, Markers
+
 from pylog.coordinator.transactions import TransactionCoordinator, TxnConfig
-from pylog.coordinator.txn_log import TXN_TOPIC, TxnState
-from pylog.log import LogConfig, LogManager
+from pylog.coordinator.txn_log import TxnState
 from pylog.protocol import ErrorCode
-from pylog.server.producer_state import ProducerIds
-from pylog.server.topics import TopicRegistry
-
-
-class Markers:
-    def __init__(self) -> None:
-        self.written: list[tuple[str, int, int, int, bool]] = []
-
-    def __call__(self, topic: str, partition: int, pid: int, epoch: int, commit: bool) -> None:
-        self.written.append((topic, partition, pid, epoch, commit))
 
 
 def _coordinator(path: Path, markers: Markers, now: list[int]) -> TransactionCoordinator:
-    topics = TopicRegistry(LogManager(path, LogConfig()), LogConfig())
-    c = TransactionCoordinator(topics, ProducerIds(path), markers,
-                               TxnConfig(num_partitions=3, id_expiration_ms=1000),
-                               time_ms=lambda: now[0])
-    c.load()
+    """A node's transaction coordinator, every partition of its topic loaded."""
+    c = LocalNode(path).txns(markers, TxnConfig(num_partitions=3, id_expiration_ms=1000),
+                             lambda: now[0])
     return c
 
 
 def _crash(c: TransactionCoordinator) -> None:
     """The process holding the log dir dies: no clean close, and the kernel
     drops its lock on the dir."""
-    c.store.topics.logs.dir_lock.release()
+    c.store.topic.topics.logs.dir_lock.release()
 
 
 def test_state_is_read_back_and_a_prepared_commit_completed(tmp_path: Path) -> None:
@@ -47,16 +36,17 @@ def test_state_is_read_back_and_a_prepared_commit_completed(tmp_path: Path) -> N
     m = c.txns["app"]
     c._persist(m, TxnState.PREPARE_COMMIT)
     assert c.add_partitions("app", pid, 0, [("t", 2)]) == ErrorCode.CONCURRENT_TRANSACTIONS
-    assert c.store.topics.get(TXN_TOPIC).partitions == 3
+    assert c.store.topic.partition_count() == 3
 
     _crash(c)
+    # Loading its partition at the next start finds PrepareCommit: the
+    # markers are written again and the commit completed.
     again = _coordinator(tmp_path, markers, now)
     back = again.txns["app"]
     assert (back.producer_id, back.producer_epoch, back.state, back.partitions) == (
-        pid, 0, TxnState.PREPARE_COMMIT, {("t", 0), ("t", 1)})
-    assert again.complete_prepared() == 1
+        pid, 0, TxnState.COMPLETE_COMMIT, set())
     assert markers.written == [("t", 0, pid, 0, True), ("t", 1, pid, 0, True)]
-    assert again.txns["app"].state == TxnState.COMPLETE_COMMIT
+    assert again.complete_prepared() == 0
     _crash(again)
     assert _coordinator(tmp_path, markers, now).txns["app"].state == TxnState.COMPLETE_COMMIT
 

@@ -1,0 +1,56 @@
+"""What a coordinator needs of its node: its internal topic, and which topics exist.
+
+The group coordinator keeps its state in ``__consumer_offsets``, the
+transaction coordinator in ``__transaction_state``.  Who leads each partition
+of those topics, how the topics get created and where their logs live is the
+node's business, not the coordinators': a single node creates a topic at once
+and leads every partition, a cluster node asks the controller and leads the
+partitions LeaderAndIsr gives it.  The coordinators see only this protocol
+(the node implements it: ``pylog.server.internal_topics`` for the single node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pylog.log import Log
+
+# A topic's partition count, None when the node knows no such topic (the
+# group coordinator refuses offsets of partitions that do not exist).
+PartitionCount = Callable[[str], "int | None"]
+
+
+class NotCoordinatorError(Exception):
+    """A write to a partition this node does not lead (any more): the
+    request that caused it is answered NOT_COORDINATOR."""
+
+
+class InternalTopic(Protocol):
+    """One internal topic as its coordinator reaches it through the node."""
+
+    name: str
+
+    def partition_count(self) -> int | None:
+        """The topic's partition count once it exists; None before."""
+        ...
+
+    def ensure_created(self, partitions: int, configs: Mapping[str, str],
+                       needed: int | None = None) -> None:
+        """Have the topic created if it does not exist.  A single node creates
+        it before returning: the log of partition ``needed`` at once and the
+        others off the event loop (all at once when None); a cluster node
+        asks the controller and the topic appears later (callers see
+        :meth:`partition_count` still None).  Raises ``TopicError`` when it
+        cannot be made."""
+        ...
+
+    def leader_log(self, partition: int) -> Log | None:
+        """The log of ``partition`` when this node leads it; None otherwise."""
+        ...
+
+    def storage_failed(self, message: str, exc: OSError) -> None:
+        """A write to the topic failed on disk: the node takes the log dir
+        offline, as it does for any append the disk refuses."""
+        ...
