@@ -46,7 +46,7 @@ from pylog.server.metadata_cache import (
     TopicInfo,
 )
 from pylog.server.metrics import BrokerMetrics
-from pylog.server.producer_state import ProducerIds
+from pylog.server.producer_state import BlockProducerIds, ProducerIds
 from pylog.server.replica_fetcher import ReplicaFetchers
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.requests import RequestRouter, served_versions
@@ -162,7 +162,11 @@ class Broker:
         for name in self.topics.finished_deletions:  # see delete_topic
             self.groups.remove_topic_offsets(name)
             self.topics.forget(name)
-        self.producer_ids = ProducerIds(self.log_dir)
+        # Producer ids: from a file of this node's, or from ZooKeeper's blocks
+        # (unique across the cluster).
+        self.producer_ids: ProducerIds | BlockProducerIds = (
+            ProducerIds(self.log_dir) if self.zk is None else
+            BlockProducerIds(functools.partial(_producer_id_block, self.zk, self.node_id)))
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended as each partition loads (markers
         # need the producer state above).
@@ -333,6 +337,11 @@ async def _every(job: Callable[[], Any], interval_s: float) -> None:
             job()
         except Exception:  # never end a periodic job
             log.exception("%s failed", getattr(job, "__qualname__", job))
+
+
+def _producer_id_block(zk: KafkaZkClient, node_id: int) -> tuple[int, int]:
+    block = zk.allocate_producer_id_block(node_id)
+    return block.first, block.last
 
 
 def _coordinators_follow(topics: dict[str, ClusterInternalTopic], topic: str, partition: int,

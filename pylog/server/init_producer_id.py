@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.add_partitions_to_txn import old_fenced
+from pylog.server.producer_state import ProducerIdsUnavailable
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext
@@ -33,10 +34,16 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
     if txn_id is not None:
         if not txn_id:  # TransactionCoordinator.handleInitProducerId
             return _answer(ErrorCode.INVALID_REQUEST)
-        code, pid, epoch = node.txns.init_producer_id(
-            txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch)
+        try:
+            code, pid, epoch = node.txns.init_producer_id(
+                txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch)
+        except ProducerIdsUnavailable:
+            return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return _answer(old_fenced(code, ctx.api_version, 4), pid, epoch)
     # As Kafka's TransactionCoordinator for a null transactional id: a new id,
     # always; the one a client names (KIP-360 bump) is not handed back, since
     # this broker cannot tell that the client owns it.
-    return _answer(ErrorCode.NONE, node.producer_ids.next_id(), 0)
+    try:
+        return _answer(ErrorCode.NONE, node.producer_ids.next_id(), 0)
+    except ProducerIdsUnavailable:  # a cluster's ZooKeeper is away: the client retries
+        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)

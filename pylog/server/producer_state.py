@@ -64,6 +64,7 @@ import json
 import logging
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -495,6 +496,33 @@ class ProducerIds:
             self._block_end = self._next + ID_BLOCK
             # Durable before the first id of the block is handed out.
             write_atomically(self.path, f"{self._block_end}\n".encode())
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class ProducerIdsUnavailable(Exception):
+    """No producer id can be handed out now (a cluster's ZooKeeper is away)."""
+
+
+class BlockProducerIds:
+    """Producer ids in blocks a cluster hands out (Kafka's ZkProducerIdManager):
+    ``allocate()`` returns the next block's (first, last) id, taken by
+    compare-and-set on ZooKeeper's ``/latest_producer_id_block``, so no two
+    nodes ever give out one id.  A block is asked for when the last one is
+    spent, on the caller's thread (one round trip every 1000 ids)."""
+
+    def __init__(self, allocate: Callable[[], tuple[int, int]]) -> None:
+        self._allocate = allocate
+        self._next = 0
+        self._last = -1
+
+    def next_id(self) -> int:
+        if self._next > self._last:
+            try:
+                self._next, self._last = self._allocate()
+            except Exception as exc:
+                raise ProducerIdsUnavailable(f"no producer id block: {exc}") from exc
         pid = self._next
         self._next += 1
         return pid
