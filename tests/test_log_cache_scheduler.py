@@ -250,7 +250,7 @@ def test_run_due_runs_each_task_on_its_interval(tmp_path):
     mgr = _manager(tmp_path, clock, cfg, retention_check_interval_ms=30_000,
                    flush_offset_checkpoint_interval_ms=20_000,
                    flush_start_offset_checkpoint_interval_ms=45_000,
-                   cache_drop_idle_ms=100_000)
+                   cache_drop_idle_ms=100_000, hw_checkpoint_interval_ms=1_000_000)
     lg = mgr.get_or_create_log("t", 0)
     for _ in range(20):
         lg.append(batch(clock[0], 2000))

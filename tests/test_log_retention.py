@@ -192,3 +192,25 @@ def test_second_manager_on_a_locked_dir_is_refused(tmp_path):
     mgr2 = manager(tmp_path, clock)  # released by the clean close
     assert mgr2.get_log("t", 0).log_end_offset == 1
     mgr2.close()
+
+
+def test_high_watermarks_are_checkpointed_and_reloaded(tmp_path):
+    """replication-offset-checkpoint: a restarted replica starts at the high
+    watermark it had, not at its log end (records above it were never
+    committed: a cluster node must not expose them as if they were)."""
+    from pylog.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT
+
+    clock = [1_000_000]
+    mgr = manager(tmp_path, clock)
+    lg = mgr.get_or_create_log("t", 0)
+    lg.hw_follows_leo = False  # a replicated partition: the ISR moves it
+    for _ in range(10):
+        lg.append(batch(1))
+    lg.high_watermark = 4
+    mgr.close()
+    text = (tmp_path / "data" / REPLICATION_OFFSET_CHECKPOINT).read_text()
+    assert text == "0\n1\nt 0 4\n"
+    mgr = manager(tmp_path, clock)
+    again = mgr.get_log("t", 0)
+    assert (again.log_end_offset, again.high_watermark) == (10, 4)
+    mgr.close()

@@ -36,6 +36,7 @@ before it is answered or acted on; the state is read back at each election.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -68,8 +69,10 @@ T = TxnState
 TopicPartition = tuple[str, int]
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a new id
 # Writes a marker: (topic, partition, producer id, epoch, commit, coordinator
-# epoch); a refusal (a fenced epoch, a partition deleted since) is logged by
-# the writer and leaves nothing to retry on one node.
+# epoch).  Written here and now: None or the refusal's error code (a fenced
+# epoch, a partition deleted since), logged by the writer, nothing to retry.
+# Sent to another node (a cluster's WriteTxnMarkers): a future, done once that
+# partition's leader has it; the writer retries until then.
 MarkerWriter = Callable[[str, int, int, int, bool, int], object]
 # Transactional ids of one partition as read from its log (None: removed).
 LoadedTxns = dict[str, "TxnMetadata | None"]
@@ -191,9 +194,7 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
             log.info("completing the %s of transactional id %r found at the election of "
                      "its partition", "commit" if commit else "abort", m.transactional_id)
             try:
-                self._write_markers(m, commit)
-                self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
-                              partitions=set())
+                self._complete(m, commit, self._write_markers(m, commit))
             except NotCoordinatorError:
                 continue  # resigned meanwhile: the next coordinator completes it
             except OSError as exc:
@@ -220,22 +221,54 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
                                                           new.start_ms)
         self.txns[m.transactional_id] = m
 
-    def _write_markers(self, m: TxnMetadata, commit: bool) -> None:
+    def _write_markers(self, m: TxnMetadata, commit: bool) -> list[asyncio.Future]:
+        """Every partition's marker; the futures of those sent to other nodes."""
         epoch = self.ownership.epoch(self.store.partition_for(m.transactional_id))
+        pending = []
         for topic, partition in sorted(m.partitions):
             try:
-                self.write_marker(topic, partition, m.producer_id, m.producer_epoch, commit,
-                                  epoch)
+                sent = self.write_marker(topic, partition, m.producer_id, m.producer_epoch,
+                                         commit, epoch)
+                if isinstance(sent, asyncio.Future):
+                    pending.append(sent)
             except Exception:  # one partition's failure must not keep the others waiting
                 log.exception("writing the %s marker of transactional id %r to %s-%d failed",
                               "COMMIT" if commit else "ABORT", m.transactional_id, topic,
                               partition)
+        return pending
 
     def _end(self, m: TxnMetadata, commit: bool) -> None:
         """Prepare, markers, Complete (the caller checked the state)."""
         self._persist(m, T.PREPARE_COMMIT if commit else T.PREPARE_ABORT)
-        self._write_markers(m, commit)
-        self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, partitions=set())
+        self._complete(m, commit, self._write_markers(m, commit))
+
+    def _complete(self, m: TxnMetadata, commit: bool, pending: list[asyncio.Future]) -> None:
+        """The Complete state, once every marker is written: at once when they
+        all were here, else when the other nodes acknowledged theirs (Kafka's
+        TransactionMarkerChannelManager; meanwhile the id is in its Prepare
+        state and new requests for it get CONCURRENT_TRANSACTIONS)."""
+        if not pending:
+            self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
+                          partitions=set())
+            return
+        prepared = (m.producer_id, m.producer_epoch, m.state)
+        asyncio.get_running_loop().create_task(self._complete_later(m, commit, pending,
+                                                                    prepared))
+
+    async def _complete_later(self, m: TxnMetadata, commit: bool,
+                              pending: list[asyncio.Future], prepared: tuple) -> None:
+        await asyncio.gather(*pending, return_exceptions=True)
+        if (m.producer_id, m.producer_epoch, m.state) != prepared:
+            return  # taken over meanwhile (a new coordinator, a reload)
+        if self.coordinator_error(m.transactional_id):
+            return  # resigned: the next coordinator completes it
+        try:
+            self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
+                          partitions=set())
+        except NotCoordinatorError:
+            pass
+        except OSError as exc:
+            self._storage_error(exc)
 
     def _bumped(self, m: TxnMetadata) -> tuple[int, int]:
         if m.producer_epoch >= MAX_EPOCH - 1:

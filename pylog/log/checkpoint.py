@@ -17,6 +17,9 @@ from pylog.log.durable import write_atomically
 VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+# Each partition's high watermark (Kafka's replication-offset-checkpoint): a
+# replica that restarts does not expose more than was committed before.
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 
 TopicPartition = tuple[str, int]

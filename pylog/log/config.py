@@ -282,6 +282,8 @@ class ManagerConfig:
       (0: only at topic deletion and shutdown).
     * ``log.flush.start.offset.checkpoint.interval.ms`` (60000, >= 0): the
       same for ``log-start-offset-checkpoint``.
+    * ``replica.high.watermark.checkpoint.interval.ms`` (5000, >= 1): the
+      same for ``replication-offset-checkpoint`` (the high watermarks).
     * ``log.cache.drop.idle.ms`` (600000, -1 or >= 0) -- **pylog-specific, not
       a Kafka setting**: inactive segments that are flushed and were not read
       for this long get ``POSIX_FADV_DONTNEED`` so they stop taking page cache
@@ -303,6 +305,7 @@ class ManagerConfig:
     flush_start_offset_checkpoint_interval_ms: int = 60_000
     cache_drop_idle_ms: int = 600_000                    # log.cache.drop.idle.ms (pylog)
     cache_drop_behind_bytes: int = -1                    # log.cache.drop.behind.bytes (pylog)
+    hw_checkpoint_interval_ms: int = 5_000  # replica.high.watermark.checkpoint.interval.ms
 
     def __post_init__(self) -> None:
         for attr, (key, conv) in _MANAGER_KEYS.items():
@@ -334,6 +337,8 @@ _MANAGER_KEYS: dict[str, tuple[str, Callable[[str, str], int]]] = {
         "log.flush.start.offset.checkpoint.interval.ms", int_value(0, INT_MAX)),
     "cache_drop_idle_ms": (CACHE_DROP_IDLE_MS, int_value(-1)),
     "cache_drop_behind_bytes": (CACHE_DROP_BEHIND_BYTES, int_value(-1)),
+    "hw_checkpoint_interval_ms": ("replica.high.watermark.checkpoint.interval.ms",
+                                  int_value(1)),
 }
 
 

@@ -33,6 +33,7 @@ from pylog.log import meta_properties
 from pylog.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
 from pylog.log.cleaner import CLEANER_CHECKPOINT, LogCleaner
@@ -92,6 +93,7 @@ class LogManager:
         self.meta = meta_properties.ensure(self.dir, node_id, cluster_id)
         self._recovery_file = OffsetCheckpointFile(self.dir / RECOVERY_POINT_CHECKPOINT)
         self._start_file = OffsetCheckpointFile(self.dir / LOG_START_OFFSET_CHECKPOINT)
+        self._hw_file = OffsetCheckpointFile(self.dir / REPLICATION_OFFSET_CHECKPOINT)
         self.had_clean_shutdown = (self.dir / CLEAN_SHUTDOWN_FILE).exists()
         self._load_logs()
         # Compaction of cleanup.policy=compact logs; its threads start with
@@ -127,6 +129,12 @@ class LogManager:
             cleaned = OffsetCheckpointFile(self.dir / CLEANER_CHECKPOINT).read()
         except (OSError, ValueError):
             cleaned = {}  # the cleaner logs it when it reads the file
+        try:
+            watermarks = self._hw_file.read()
+        except (OSError, ValueError) as exc:
+            log.warning("error reading %s, high watermarks from the log ends: %s",
+                        self._hw_file.path, exc)
+            watermarks = {}
         for path in sorted(self.dir.iterdir()):
             if not path.is_dir():
                 continue
@@ -138,10 +146,13 @@ class LogManager:
                 tp = parse_dir_name(path.name)
             except ValueError:
                 continue
-            self._logs[tp] = self._attach(Log.open(
+            lg = self._logs[tp] = self._attach(Log.open(
                 path, self.config_for(tp[0]), time_ms=self.time_ms, backend=self.backend,
                 recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                 had_clean_shutdown=self.had_clean_shutdown, cleaned_to=cleaned.get(tp, 0)))
+            hw = watermarks.get(tp)
+            if hw is not None:  # never past the recovered end, nor below the start
+                lg.high_watermark = max(lg.log_start_offset, min(hw, lg.log_end_offset))
 
     def _attach(self, lg: Log) -> Log:
         """Give a log opened here the manager's per-log hooks."""
@@ -276,12 +287,18 @@ class LogManager:
         with self._lock:
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
 
     def checkpoint_recovery_points(self) -> None:
         """``recovery-point-offset-checkpoint`` of every log."""
         with self._lock:
             self._recovery_file.write(
                 {tp: lg.recovery_point for tp, lg in self._logs.items()})
+
+    def checkpoint_high_watermarks(self) -> None:
+        """``replication-offset-checkpoint`` of every log."""
+        with self._lock:
+            self._hw_file.write({tp: lg.high_watermark for tp, lg in self._logs.items()})
 
     def checkpoint_log_start_offsets(self) -> None:
         """``log-start-offset-checkpoint`` of every log."""
@@ -320,6 +337,8 @@ class LogManager:
             tasks.append(("log-start-offset-checkpoint",
                           cfg.flush_start_offset_checkpoint_interval_ms,
                           lambda now: self.checkpoint_log_start_offsets()))
+        tasks.append(("high-watermark-checkpoint", cfg.hw_checkpoint_interval_ms,
+                      lambda now: self.checkpoint_high_watermarks()))
         if cfg.cache_drop_idle_ms >= 0:
             tasks.append(("cache-drop", cfg.retention_check_interval_ms, self.drop_cold_cache))
         return tasks

@@ -53,6 +53,7 @@ from pylog.server.requests import RequestRouter, served_versions
 from pylog.server.topic_admin import LocalTopicAdmin, TopicAdmin
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
+from pylog.server.txn_markers import TxnMarkerChannel
 from pylog.server.zk_node import ZkNode
 from pylog.server.zk_topic_admin import ZkTopicAdmin
 from pylog.zk.client import KafkaZkClient
@@ -170,9 +171,15 @@ class Broker:
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended as each partition loads (markers
         # need the producer state above).
-        self.txns = TransactionCoordinator(txn_topic, self.producer_ids,
-                                           self.replicas.write_marker,
-                                           TxnConfig.from_broker(config))
+        # Markers: written here on one node; in a cluster, sent to the leaders.
+        self.markers: TxnMarkerChannel | None = None
+        if self.zk is not None:
+            self.markers = TxnMarkerChannel(self.node_id, self.replicas, self.metadata,
+                                            config["controller.socket.timeout.ms"] / 1000)
+        self.txns = TransactionCoordinator(
+            txn_topic, self.producer_ids,
+            self.replicas.write_marker if self.markers is None else self.markers.write,
+            TxnConfig.from_broker(config))
         self.txns.store.executor = self.executor
         txn_topic.lead(self.txns)
         # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
@@ -317,6 +324,8 @@ class Broker:
         self.replicas.wake_all()  # parked fetches answer now
         if self.replicas.fetchers is not None:
             await self.replicas.fetchers.close()
+        if self.markers is not None:
+            self.markers.close()
         await self.groups.stop()  # parked joins and syncs answer now
         await self.listener.drain(DRAIN_TIMEOUT_S)
         for task in self._tasks:

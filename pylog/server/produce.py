@@ -126,9 +126,13 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
             # KafkaApis.handleProduceRequest: transactional records need a
             # transactional id the client may write as (no authorizer here).
             return _error(index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        if node.verify_txn_partitions:
+        if node.verify_txn_partitions and (
+                node.cluster is None or not node.txns.coordinator_error(transactional_id)):
             # Kafka 3.6's verification (KIP-890): the partition must be in the
             # producer's open transaction, asked of the local coordinator.
+            # (A cluster's partition whose transaction is coordinated on
+            # another node is not verified: pylog sends no verify-only
+            # AddPartitionsToTxn to it yet.)
             code = node.txns.verify(transactional_id, batch.producer_id, batch.epoch,
                                       topic, index)
             if code:

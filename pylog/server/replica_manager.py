@@ -80,6 +80,10 @@ class ReplicaManager:
             # producers already expired (Kafka's loadFromSnapshot skips them;
             # the next snapshot of the partition leaves them out).
             part = self._partition(tp, lg)
+            if lead_local_logs:
+                # The single node is every partition's whole ISR: everything
+                # its log holds is committed, whatever the checkpoint says.
+                lg.high_watermark = lg.log_end_offset
             state = producer_state.load(lg)
             if state is not None:
                 state.remove_expired(now_ms, self._expiration_ms())

@@ -16,12 +16,15 @@ transaction's offsets too.  The marker is written as the coordinator's
 (acks=all, which one node meets at once).  pylog has no authorizer, so no
 ClusterAction check.
 
-One departure: a coordinator epoch above this node's coordinator's (0: the
-epoch of a ``__transaction_state`` leader that never moves) is refused with
-INVALID_REQUEST.  Kafka takes it, and its coordinator's epoch grows past it in
-time; here it would fence every later marker of the producer's transactions
-in the partition for good, holding its stable offset (an operator's
-``abort --coordinator-epoch 1``).
+In a cluster the coordinator of another node sends it for every partition
+of a transaction led here (pylog.server.txn_markers).
+
+One departure, on the single node: a coordinator epoch above this node's
+coordinator's (0: the epoch of a ``__transaction_state`` leader that never
+moves) is refused with INVALID_REQUEST.  Kafka takes it, and its
+coordinator's epoch grows past it in time; here it would fence every later
+marker of the producer's transactions in the partition for good, holding its
+stable offset (an operator's ``abort --coordinator-epoch 1``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ VERSIONS = (0, 1)
 def _write(node: NodeServices, topic: str, partition: int, marker: Any) -> int:
     if node.metadata.topic(topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if marker.coordinator_epoch > COORDINATOR_EPOCH:
+    if node.cluster is None and marker.coordinator_epoch > COORDINATOR_EPOCH:
         log.warning("WriteTxnMarkers for producer %d in %s-%d refused: coordinator epoch %d "
                     "is newer than this node's coordinator's (%d)", marker.producer_id, topic,
                     partition, marker.coordinator_epoch, COORDINATOR_EPOCH)
