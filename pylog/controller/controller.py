@@ -133,6 +133,7 @@ class Controller:
                     "brokers": self._brokers_changed, "topics": self._topics_changed,
                     "topic": self._topic_changed, "deletions": self._deletions,
                     "isr_changes": self._isr_changes, "shutdown": self._controlled_shutdown,
+                    "elect_offline": self._elect_offline,
                     "stop_replica_done": self._stop_replica_done}
         while True:
             kind, payload = await self._events.get()
@@ -508,6 +509,18 @@ class Controller:
         if w is not None:
             w.cancel()
         log.info("controller: topic %s deleted", topic)
+
+    # -- elections asked for -------------------------------------------------------------
+
+    def topic_config_changed(self, topic: str | None) -> None:
+        """A topic's configs (None: the broker defaults) changed: offline
+        partitions may now be led (Kafka's TopicUncleanLeaderElectionEnable)."""
+        self._post("elect_offline", topic)
+
+    async def _elect_offline(self, topic: str | None) -> None:
+        offline = [tp for tp in self.ctx.offline() if topic is None or tp[0] == topic]
+        if offline:
+            self._tell(await self._elect(offline))
 
     # -- controlled shutdown -----------------------------------------------------------
 

@@ -57,8 +57,8 @@ async def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, A
         if r.resource_type == BROKER:
             dynamic_configs.check_request((c.name for c in r.configs),
                                           (c.name for c in r.configs if c.value is None))
-            dynamic_configs.replace(node, r.resource_name,
-                                    {c.name: c.value for c in r.configs}, validate_only)
+            await dynamic_configs.replace(node, r.resource_name,
+                                          {c.name: c.value for c in r.configs}, validate_only)
             return result(r)
         if node.admin.topic_configs(r.resource_name) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

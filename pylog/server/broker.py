@@ -90,7 +90,10 @@ class Broker:
             saved = load_topic_configs(self.log_dir)
         # The dynamic broker configs saved by AlterConfigs: the logs open with
         # the topic defaults they give (pylog.server.dynamic_configs).
-        dynamic_configs.load(config)
+        if self.zk is None:
+            dynamic_configs.load(config)
+        else:
+            zk_node.load_dynamic_configs(self.zk, config)
         default = config.log_config
         topic_configs = {name: log_config(props, default)
                          for name, props in saved.items() if props}
@@ -139,6 +142,7 @@ class Broker:
                                  default_replication_factor=config["default.replication.factor"],
                                  internal_topic=self._internal_topic)
             self.cluster.on_metadata = admin.changed.set
+            self.cluster.on_broker_configs = self._reconfigure
             self.metadata, self.admin = metadata, admin
             # Replication: followers fetch, leaders write their ISR changes.
             self.replicas.fetchers = ReplicaFetchers(self.node_id, config, metadata,
@@ -195,7 +199,7 @@ class Broker:
             producer_ids=self.producer_ids, quotas=self.quotas,
             fetch_sessions=self.fetch_sessions, executor=self.executor,
             metadata=self.metadata, api_versions=served_versions(),
-            reconfigure=self._reconfigure,
+            reconfigure=self._reconfigure, save_dynamic=self._save_dynamic,
             fetch_max_bytes=config["fetch.max.bytes"],
             verify_txn_partitions=config["transaction.partition.verification.enable"],
             cluster=self.cluster)
@@ -253,10 +257,22 @@ class Broker:
             self.topics.forget(name)
         return topic
 
+    def _explicit_configs(self) -> dict[str, dict[str, str]]:
+        """Every topic's explicit configs (the registry's, or ZooKeeper's)."""
+        if self.cluster is not None:
+            return self.cluster.topic_configs
+        return {name: t.configs for name, t in self.topics.topics.items()}
+
+    async def _save_dynamic(self, default: Any, mine: Any) -> None:
+        if self.cluster is None:
+            dynamic_configs.save(self.config, default, mine)
+        else:
+            await self.cluster.save_dynamic(default, mine)
+
     def _reconfigure(self, config: BrokerConfig) -> None:
         """Dynamic broker configs changed (pylog.server.dynamic_configs): the
         log defaults, the listener's connection quotas, the cleaner."""
-        dynamic_configs.push_defaults(config, self.logs, self.topics)
+        dynamic_configs.push_defaults(config, self.logs, self.topics, self._explicit_configs())
         self.listener.set_quotas(config["max.connections"], config["max.connections.per.ip"],
                                  config["max.connections.per.ip.overrides"])
         self.logs.cleaner.reconfigure(config.cleaner_config)  # nothing when unchanged

@@ -11,7 +11,7 @@ which decode their frames natively, get ``handle_frame(node, frame)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,9 @@ class NodeServices:
     # Dynamic broker configs changed (AlterConfigs): the node applies them
     # to what it runs (listener quotas, log defaults, the cleaner).
     reconfigure: Callable[[BrokerConfig], None]
+    # Saves dynamic broker config layers (default, this node's; None:
+    # unchanged): the node's file, or a cluster's ZooKeeper.
+    save_dynamic: Callable[[Any, Any], Awaitable[None]]
     metrics: BrokerMetrics | None = None
     # This node's membership of a ZooKeeper-mode cluster; None for the
     # embedded single node.

@@ -68,6 +68,10 @@ DYNAMIC_KEYS = frozenset({
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
     "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.backoff.ms",
+    # Replication (Kafka's DynamicReplicationConfig and the controller's
+    # unclean election, re-run when it changes).
+    "unclean.leader.election.enable", "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
 })
 assert DYNAMIC_KEYS <= KEYS.keys()
 
@@ -208,26 +212,53 @@ def _check_cleaner_threads(current: int, new: int) -> None:
 # -- the change itself ----------------------------------------------------------------
 
 
-def replace(node: NodeServices, name: str, props: Mapping[str, str], validate_only: bool) -> None:
+async def replace(node: NodeServices, name: str, props: Mapping[str, str],
+                  validate_only: bool) -> None:
     """Make ``props`` the whole dynamic set of BROKER resource ``name``:
-    checked, saved, then in effect on everything the node runs."""
+    checked, saved (this node's file, or a cluster's ZooKeeper, where every
+    node follows the change notice), then in effect on everything the node
+    runs."""
     per_broker = check_name(name, node.node_id)
     candidate = validate(node.config, name, per_broker, props)
     if validate_only:
         return
-    _save(node.config, candidate.dynamic_default, candidate.dynamic_broker)
+    await node.save_dynamic(candidate.dynamic_default if not per_broker else None,
+                            candidate.dynamic_broker if per_broker else None)
     node.config.adopt(candidate)
     node.reconfigure(node.config)
 
 
-def push_defaults(config: BrokerConfig, logs: LogManager, topics: TopicRegistry) -> None:
+def save(config: BrokerConfig, default: Mapping[str, str] | None,
+         mine: Mapping[str, str] | None) -> None:
+    """The single node's store of its dynamic layers (the file); None: unchanged."""
+    _save(config, config.dynamic_default if default is None else default,
+          config.dynamic_broker if mine is None else mine)
+
+
+def adopt_layers(config: BrokerConfig, default: Mapping[str, str],
+                 mine: Mapping[str, str]) -> bool:
+    """Put dynamic layers read from a cluster's ZooKeeper into ``config`` (at
+    start, and when a change notice says they changed); values that do not
+    pass are left out with an error in the log, as Kafka skips them.  True
+    when taken."""
+    try:
+        config.adopt(config.with_dynamic(default, mine))
+        return True
+    except ConfigError as exc:
+        log.error("ignoring the dynamic broker configs in ZooKeeper: %s", exc)
+        return False
+
+
+def push_defaults(config: BrokerConfig, logs: LogManager, topics: TopicRegistry,
+                  explicit: Mapping[str, Mapping[str, str]]) -> None:
     """The new broker defaults to the logs: topics follow them where they have
     no override of their own (their LogConfig is the defaults with the
-    topic's configs over them); partitions created later start with them."""
+    topic's ``explicit`` configs over them); partitions created later start
+    with them."""
     default = config.log_config
     logs.default_config = default
     topics.default_config = default
-    for name, topic in list(topics.topics.items()):
-        topic_config = topics.log_config(topic.configs)
+    for name, configs in list(explicit.items()):
+        topic_config = topics.log_config(dict(configs))
         if topic_config != logs.config_for(name):
             logs.update_topic_config(name, topic_config)

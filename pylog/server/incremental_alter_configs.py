@@ -82,7 +82,7 @@ def _apply_broker(current: dict[str, str], op: Any) -> None:
                                                  f"Unknown operations type {kind}")
 
 
-def _alter_broker(node: NodeServices, r: Any, validate_only: bool) -> None:
+async def _alter_broker(node: NodeServices, r: Any, validate_only: bool) -> None:
     dynamic_configs.check_request(
         (op.name for op in r.configs),
         (op.name for op in r.configs if op.config_operation != DELETE and op.value is None))
@@ -90,7 +90,7 @@ def _alter_broker(node: NodeServices, r: Any, validate_only: bool) -> None:
     updated = dynamic_configs.current(node.config, per_broker)
     for op in r.configs:
         _apply_broker(updated, op)
-    dynamic_configs.replace(node, r.resource_name, updated, validate_only)
+    await dynamic_configs.replace(node, r.resource_name, updated, validate_only)
 
 
 async def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, Any]:
@@ -105,7 +105,7 @@ async def _alter(node: NodeServices, r: Any, validate_only: bool) -> dict[str, A
         return refused
     if r.resource_type == BROKER:
         try:
-            _alter_broker(node, r, validate_only)
+            await _alter_broker(node, r, validate_only)
         except dynamic_configs.DynamicConfigError as exc:
             return result(r, exc.code, str(exc))
         return result(r)

@@ -223,7 +223,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
     _def("segment.ms", _int_range(1, LONG_MAX), 604_800_000, LONG, "log.roll.ms",
          "Roll a segment after this long even when it is not full."),
     _def("unclean.leader.election.enable", _bool, "false", BOOLEAN,
-         "unclean.leader.election.enable", "Out-of-ISR leaders (stored; one node)."),
+         "unclean.leader.election.enable",
+         "Out-of-ISR replicas may lead when no in-sync one lives (the controller's)."),
 )}
 
 # Topic configs whose broker key has lower-precedence synonyms in Kafka

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pylog.controller.controller import Controller
 from pylog.net.client import BrokerClient, BrokerUnavailable
 from pylog.protocol import ApiKey, ErrorCode
+from pylog.server.dynamic_configs import adopt_layers
 from pylog.server.metadata_cache import BrokerInfo as CachedBroker
 from pylog.server.metadata_cache import ClusterMetadataCache, PartitionInfo
 from pylog.server.topics import write_partition_metadata
@@ -57,6 +58,14 @@ LeadershipListener = Callable[[str, int, bool, "int | None"], None]
 
 class ClusterMembershipError(Exception):
     """The node cannot join the cluster (wrong cluster id, id in use...)."""
+
+
+def load_dynamic_configs(zk: KafkaZkClient, config: BrokerConfig) -> None:
+    """The dynamic broker configs of a cluster: ``/config/brokers/<default>``
+    and this node's ``/config/brokers/<id>`` (at start, and again at each
+    change notice for either)."""
+    adopt_layers(config, zk.get_entity_config("brokers", "<default>"),
+                 zk.get_entity_config("brokers", str(config.node_id)))
 
 
 def connect(config: BrokerConfig) -> KafkaZkClient:
@@ -124,6 +133,8 @@ class ZkNode:
             request_timeout_s=config["controller.socket.timeout.ms"] / 1000)
         self.on_leadership: LeadershipListener | None = None
         self.on_metadata: Callable[[], None] | None = None
+        # Dynamic broker configs changed (a change notice): the node applies them.
+        self.on_broker_configs: Callable[[BrokerConfig], None] | None = None
         self._endpoint: Endpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watches: list[Any] = []
@@ -262,11 +273,29 @@ class ZkNode:
 
     # -- config change notices ---------------------------------------------------------
 
+    async def save_dynamic(self, default: Any, mine: Any) -> None:
+        """AlterConfigs of the BROKER resource: the layer written to ZooKeeper
+        (with a change notice every node follows, this one too)."""
+        if default is not None:
+            await self._zk(self.zk.set_entity_config, "brokers", "<default>", dict(default))
+        if mine is not None:
+            await self._zk(self.zk.set_entity_config, "brokers", str(self.node_id), dict(mine))
+
     def _on_config_changes(self, changes: list[Any]) -> None:
         # The ZooKeeper event thread.
         for change in changes:
             kind, _, name = change.entity_path.partition("/")
-            if kind == "topics":
+            if kind == "brokers" and name in ("<default>", str(self.node_id)):
+                try:
+                    default = self.zk.get_entity_config("brokers", "<default>")
+                    mine = self.zk.get_entity_config("brokers", str(self.node_id))
+                except ZkError as exc:
+                    log.error("could not read the dynamic broker configs: %s", exc)
+                    continue
+                loop = self._loop
+                if loop is not None and not loop.is_closed():
+                    loop.call_soon_threadsafe(self._broker_configs_changed, default, mine)
+            elif kind == "topics":
                 try:
                     configs = self.zk.get_entity_config("topics", name)
                 except ZkError as exc:
@@ -276,8 +305,16 @@ class ZkNode:
                 if loop is not None and not loop.is_closed():
                     loop.call_soon_threadsafe(self._topic_configs_changed, name, configs)
 
+    def _broker_configs_changed(self, default: dict[str, str], mine: dict[str, str]) -> None:
+        if adopt_layers(self.config, default, mine) and self.on_broker_configs is not None:
+            self.on_broker_configs(self.config)
+        if self.controller.active:  # unclean.leader.election.enable may have changed
+            self.controller.topic_config_changed(None)
+
     def _topic_configs_changed(self, name: str, configs: dict[str, str]) -> None:
         self.topic_configs[name] = configs
+        if self.controller.active:  # unclean.leader.election.enable may have changed
+            self.controller.topic_config_changed(name)
         try:
             config = self.log_config(configs)
         except ValueError as exc:  # a hand-written znode: keep what runs
