@@ -265,11 +265,16 @@ def test_config_files_load() -> None:
                   "admin.enableServer": "false"}
 
 
-def test_broker_starts_with_server_properties(tmp_path: Path) -> None:
-    """ZooKeeper mode on one node: no ZooKeeper needed, and the dir is
-    formatted on the first start as before."""
+def test_broker_starts_with_server_properties(tmp_path: Path, zk_server) -> None:
+    """Kafka's ZooKeeper quickstart: config/server.properties names a
+    ZooKeeper (config/zookeeper.properties runs one; here the suite's, on its
+    own port and a chroot), and the dir is formatted on the first start."""
+    from zk_process import chroot_for
+
     log_dir = tmp_path / "kafka-logs"
-    node = BrokerProcess(log_dir, config=CONFIG / "server.properties").start()
+    node = BrokerProcess(log_dir, f"zookeeper.connect={zk_server.address}"
+                         f"{chroot_for('readme-quickstart')}",
+                         config=CONFIG / "server.properties").start()
     try:
         assert f"node 0 listening on {node.bootstrap}" in "".join(node.output)
         created = _sh(f"pylog topics --bootstrap-server {node.bootstrap} --create --topic t",

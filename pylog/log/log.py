@@ -449,6 +449,7 @@ class Log:
                                             self._high_watermark, "delete records")
             if offset > self.log_start_offset:
                 self.log_start_offset = offset
+                self.epochs.truncate_from_start(offset)  # Kafka's maybeIncrementLogStartOffset
             return self.log_start_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -511,6 +512,7 @@ class Log:
             self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
         self._bases = [s.base_offset for s in self._segments]
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self.epochs.truncate_from_start(self.log_start_offset)
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         self.delete_pending(now_ms)
 

@@ -20,6 +20,7 @@ rescanning.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -362,8 +363,15 @@ class LogManager:
                 try:
                     job(now)
                 except OSError as exc:
-                    self.failures.fail(f"Error in periodic task {name} of log dir {self.dir}",
-                                       exc)
+                    if exc.errno in (errno.EMFILE, errno.ENFILE):
+                        # Out of descriptors (a flood of connections) is no
+                        # failing disk: the task runs again at its next turn.
+                        log.warning("periodic task %s of log dir %s skipped: %s", name,
+                                    self.dir, exc)
+                        self._next_due[name] = now + min(interval, 1000)
+                    else:
+                        self.failures.fail(f"Error in periodic task {name} of log dir "
+                                           f"{self.dir}", exc)
                 except Exception:
                     log.exception("periodic task %s failed", name)
                 ran.append(name)
