@@ -51,6 +51,9 @@ from pylog.zk.znodes import LeaderIsrState
 
 log = logging.getLogger(__name__)
 
+# Events a request waits on: their payload ends with the future of its answer.
+_ANSWERED = frozenset({"shutdown", "elect", "reassign"})
+
 
 class Controller:
     def __init__(self, broker_id: int, zk: KafkaZkClient, *, listener: str = "PLAINTEXT",
@@ -133,13 +136,14 @@ class Controller:
                     "brokers": self._brokers_changed, "topics": self._topics_changed,
                     "topic": self._topic_changed, "deletions": self._deletions,
                     "isr_changes": self._isr_changes, "shutdown": self._controlled_shutdown,
-                    "elect_offline": self._elect_offline,
+                    "elect_offline": self._elect_offline, "elect": self._elect_leaders,
+                    "rebalance": self._rebalance, "reassign": self._reassign,
                     "stop_replica_done": self._stop_replica_done}
         while True:
             kind, payload = await self._events.get()
             if kind != "reelect" and kind != "session_lost" and not self.active:
-                if kind == "shutdown":
-                    payload[2].set_result((ErrorCode.NOT_CONTROLLER, []))
+                if kind in _ANSWERED:
+                    payload[-1].set_result((ErrorCode.NOT_CONTROLLER, []))
                 continue
             try:
                 await handlers[kind](payload)
@@ -150,12 +154,12 @@ class Controller:
                 # would have changed is read again when the session returns
                 # (a re-election reloads everything).
                 log.error("controller event %s failed: %s", kind, exc)
-                if kind == "shutdown" and not payload[2].done():
-                    payload[2].set_result((ErrorCode.UNKNOWN_SERVER_ERROR, []))
+                if kind in _ANSWERED and not payload[-1].done():
+                    payload[-1].set_result((ErrorCode.UNKNOWN_SERVER_ERROR, []))
             except Exception:
                 log.exception("controller event %s failed", kind)
-                if kind == "shutdown" and not payload[2].done():
-                    payload[2].set_result((ErrorCode.UNKNOWN_SERVER_ERROR, []))
+                if kind in _ANSWERED and not payload[-1].done():
+                    payload[-1].set_result((ErrorCode.UNKNOWN_SERVER_ERROR, []))
 
     # -- election ----------------------------------------------------------------------
 
@@ -323,6 +327,25 @@ class Controller:
                 self.ctx.states[tp] = found
         return changed
 
+    async def _elect_to(self, tp: TopicPartition, leader: int, isr: list[int]) -> bool:
+        """Make ``leader`` the leader of ``tp`` with ``isr`` (compare-and-set)."""
+        for _ in range(5):
+            st = self.ctx.states.get(tp)
+            if st is None:
+                return False
+            new = LeaderIsrState(leader, st.leader_epoch + 1, isr, self.epoch,
+                                 st.leader_recovery_state, st.zk_version)
+            cas = await self._zk(self.zk.update_partition_state, tp[0], tp[1], new,
+                                 st.zk_version, self.epoch_zk_version)
+            if cas.succeeded:
+                self.ctx.states[tp] = new
+                return True
+            found = await self._zk(self.zk.get_partition_state, *tp)
+            if found is None:
+                return False
+            self.ctx.states[tp] = found
+        return False
+
     def _next_state(self, tp: TopicPartition, st: LeaderIsrState,
                     excluded: set[int]) -> LeaderIsrState | None:
         ctx = self.ctx
@@ -444,6 +467,10 @@ class Controller:
         self.ctx.states.update(fresh)
         for b in self.ctx.brokers:
             self._send_update_metadata(b, list(fresh))
+        # A reassignment finishes once its new replicas are all in sync.
+        for tp in fresh:
+            if self._reassigning(tp) is not None:
+                await self._maybe_finish_reassignment(tp)
 
     # -- topic deletion ----------------------------------------------------------------
 
@@ -521,6 +548,214 @@ class Controller:
         offline = [tp for tp in self.ctx.offline() if topic is None or tp[0] == topic]
         if offline:
             self._tell(await self._elect(offline))
+
+    # -- ElectLeaders and preferred leaders ---------------------------------------------
+
+    def elect_leaders(self, partitions: list[TopicPartition] | None,
+                      unclean: bool) -> asyncio.Future:
+        """ElectLeaders (Kafka's onReplicaElection): a future of (error, the
+        results: (topic, partition, error code, message))."""
+        assert self._loop is not None
+        fut = self._loop.create_future()
+        self._post("elect", (partitions, unclean, fut))
+        return fut
+
+    async def _elect_leaders(self, payload: tuple[Any, bool, asyncio.Future]) -> None:
+        partitions, unclean, fut = payload
+        ctx = self.ctx
+        if partitions is None:  # every partition whose election would change something
+            partitions = [tp for tp in ctx.partitions() if tp in ctx.states and (
+                ctx.states[tp].leader == NO_LEADER if unclean
+                else ctx.states[tp].leader != ctx.replicas(tp)[0])]
+        results = []
+        changed = []
+        for tp in partitions:
+            st = ctx.states.get(tp)
+            replicas = ctx.replicas(tp)
+            if st is None or not replicas or tp[0] in ctx.deleting:
+                results.append((*tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"The partition {tp[0]}-{tp[1]} does not exist."))
+                continue
+            if unclean:
+                if st.leader in ctx.live:
+                    results.append((*tp, ErrorCode.ELECTION_NOT_NEEDED,
+                                    "Leader election not needed for topic partition."))
+                    continue
+                live = [r for r in replicas if r in ctx.live]
+                in_sync = [r for r in live if r in st.isr]
+                chosen = (in_sync or live or [None])[0]
+                if chosen is None or not await self._elect_to(
+                        tp, chosen, in_sync if in_sync else [chosen]):
+                    results.append((*tp, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                                    f"Failed to elect leader for partition {tp[0]}-{tp[1]} "
+                                    "under strategy UncleanLeaderElectionStrategy"))
+                    continue
+                if not in_sync:
+                    self.unclean_elections += 1
+            else:
+                preferred = replicas[0]
+                if st.leader == preferred:
+                    results.append((*tp, ErrorCode.ELECTION_NOT_NEEDED,
+                                    "Leader election not needed for topic partition."))
+                    continue
+                if preferred not in ctx.live or preferred not in st.isr or not \
+                        await self._elect_to(tp, preferred, list(st.isr)):
+                    results.append((*tp, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                                    f"Failed to elect leader for partition {tp[0]}-{tp[1]} "
+                                    "under strategy PreferredReplicaPartitionLeaderElection"
+                                    "Strategy"))
+                    continue
+            changed.append(tp)
+            results.append((*tp, ErrorCode.NONE, None))
+        self._tell(changed)
+        fut.set_result((ErrorCode.NONE, results))
+
+    def check_imbalance(self, threshold_percent: int) -> None:
+        """auto.leader.rebalance.enable: queue a look at each broker's share
+        of the partitions it should lead but does not."""
+        self._post("rebalance", threshold_percent)
+
+    async def _rebalance(self, threshold_percent: int) -> None:
+        """Kafka's checkAndTriggerAutoLeaderRebalance: per preferred leader,
+        the partitions led by another; past ``threshold_percent`` of its
+        partitions, the preferred replica (live and in sync) leads them again."""
+        ctx = self.ctx
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in ctx.partitions():
+            replicas = ctx.replicas(tp)
+            if replicas and tp in ctx.states and tp[0] not in ctx.deleting:
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        moves = []
+        for broker, tps in by_preferred.items():
+            if broker not in ctx.live:
+                continue
+            off = [tp for tp in tps if ctx.states[tp].leader != broker]
+            if off and len(off) * 100 / len(tps) > threshold_percent:
+                moves += [tp for tp in off if broker in ctx.states[tp].isr]
+        changed = [tp for tp in moves
+                   if await self._elect_to(tp, ctx.replicas(tp)[0], list(ctx.states[tp].isr))]
+        if changed:
+            log.info("controller: preferred leaders back for %d partitions", len(changed))
+            self._tell(changed)
+
+    # -- reassignments (KIP-455) --------------------------------------------------------
+
+    def reassign(self, targets: dict[TopicPartition, list[int] | None]) -> asyncio.Future:
+        """AlterPartitionReassignments: a future of (error, {tp: (code, message)});
+        a None target cancels the partition's reassignment."""
+        assert self._loop is not None
+        fut = self._loop.create_future()
+        self._post("reassign", (targets, fut))
+        return fut
+
+    def reassignments(self) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """ListPartitionReassignments: (replicas, adding, removing) of each
+        partition being moved."""
+        out = {}
+        for tp in self.ctx.partitions():
+            found = self._reassigning(tp)
+            if found is not None:
+                out[tp] = (self.ctx.replicas(tp), *found)
+        return out
+
+    def _reassigning(self, tp: TopicPartition) -> tuple[list[int], list[int]] | None:
+        a = self.ctx.assignments.get(tp[0])
+        if a is None:
+            return None
+        adding = list(a.adding_replicas.get(tp[1], []))
+        removing = list(a.removing_replicas.get(tp[1], []))
+        return (adding, removing) if adding or removing else None
+
+    async def _reassign(self, payload: tuple[dict, asyncio.Future]) -> None:
+        """Kafka's onPartitionReassignment, first step: the replicas become
+        target + original (adding and removing recorded in the topic znode),
+        the new replicas are told to follow (and start fetching); the move
+        ends when they are all in sync (:meth:`_maybe_finish_reassignment`)."""
+        targets, fut = payload
+        ctx = self.ctx
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        for tp, target in targets.items():
+            a = ctx.assignments.get(tp[0])
+            if a is None or tp[1] not in a.partitions or tp not in ctx.states \
+                    or tp[0] in ctx.deleting:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"Unable to find partition {tp[0]}:{tp[1]}.")
+                continue
+            current = self._reassigning(tp)
+            original = [r for r in ctx.replicas(tp) if current is None or r not in current[0]]
+            if target is None:  # cancel: back to the original replicas
+                if current is None:
+                    results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+                    continue
+                target = original
+            elif not target or len(set(target)) != len(target):
+                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               "The manual partition assignment includes an empty replica "
+                               "list." if not target else
+                               "The manual partition assignment includes duplicate replicas.")
+                continue
+            elif any(r not in ctx.brokers for r in target):
+                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               f"The manual partition assignment includes broker(s) "
+                               f"{sorted(set(target) - set(ctx.brokers))} that are not "
+                               "registered.")
+                continue
+            adding = [r for r in target if r not in original]
+            removing = [r for r in original if r not in target]
+            replicas = list(target) + [r for r in original if r not in target]
+            a.partitions[tp[1]] = replicas
+            a.adding_replicas.pop(tp[1], None)
+            a.removing_replicas.pop(tp[1], None)
+            if adding or removing:
+                a.adding_replicas[tp[1]] = adding
+                a.removing_replicas[tp[1]] = removing
+            cas = await self._zk(self.zk.set_topic_assignment, a, None, self.epoch_zk_version)
+            if not cas.succeeded:
+                ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])
+                results[tp] = (ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                               "The topic's assignment changed meanwhile: try again.")
+                continue
+            log.info("controller: reassigning %s-%d to %s (adding %s, removing %s)", *tp,
+                     target, adding, removing)
+            st = ctx.states[tp]
+            # A new leader epoch, so every replica takes the new replica set.
+            await self._elect_to(tp, st.leader, [r for r in st.isr if r in replicas])
+            self._tell([tp])
+            results[tp] = (ErrorCode.NONE, None)
+            await self._maybe_finish_reassignment(tp)
+        fut.set_result((ErrorCode.NONE, results))
+
+    async def _maybe_finish_reassignment(self, tp: TopicPartition) -> None:
+        """Kafka's onPartitionReassignment, last step, once every target replica
+        is in the ISR: a target replica leads (the old leader, if it stays),
+        the replica set and ISR become the target's, the removed replicas stop
+        and delete the partition (StopReplica)."""
+        ctx = self.ctx
+        moving = self._reassigning(tp)
+        st = ctx.states.get(tp)
+        if moving is None or st is None:
+            return
+        adding, removing = moving
+        target = [r for r in ctx.replicas(tp) if r not in removing]
+        if any(r not in st.isr for r in target):
+            return  # not caught up yet: an ISR change brings us back
+        isr = [r for r in st.isr if r in target]
+        leader = st.leader if st.leader in target and st.leader in ctx.live else \
+            next((r for r in target if r in isr and r in ctx.live), NO_LEADER)
+        a = ctx.assignments[tp[0]]
+        a.partitions[tp[1]] = target
+        a.adding_replicas.pop(tp[1], None)
+        a.removing_replicas.pop(tp[1], None)
+        await self._elect_to(tp, leader, isr)
+        cas = await self._zk(self.zk.set_topic_assignment, a, None, self.epoch_zk_version)
+        if not cas.succeeded:
+            ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])
+        log.info("controller: %s-%d reassigned to %s", *tp, target)
+        self._tell([tp])
+        for b in removing:
+            if self.channel is not None and ctx.is_live(b):
+                self.channel.send(b, ApiKey.STOP_REPLICA, build.stop_replica(
+                    ctx, self.broker_id, self.epoch, b, [tp], delete=True))
 
     # -- controlled shutdown -----------------------------------------------------------
 

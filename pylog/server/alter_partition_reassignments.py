@@ -1,4 +1,9 @@
-"""AlterPartitionReassignments: the only replica set one node allows is itself.
+"""AlterPartitionReassignments: move partitions to other replicas.
+
+In a cluster the active controller carries it out (pylog.controller:
+the new replicas catch up and join the ISR, then the old ones are removed);
+another node answers NOT_CONTROLLER.  On the single node the only replica set
+allowed is the node itself:
 
 As Kafka 3.6's controller (``ReplicationControlManager.alterPartitionReassignment``
 and ``validateManualPartitionAssignment``), per partition, in request order:
@@ -57,9 +62,31 @@ def _partition(node: NodeServices, name: str, p: Any) -> dict[str, Any]:
     return {"partition_index": p.partition_index, "error_code": code, "error_message": message}
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
+    if node.cluster is not None and body.topics:
+        return _in_cluster(node, body)
     if not body.topics:
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "responses": []}
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
         {"name": t.name, "partitions": [_partition(node, t.name, p) for p in t.partitions]}
+        for t in body.topics]}
+
+
+async def _in_cluster(node: NodeServices, body: Any) -> dict[str, Any]:
+    """A cluster: the active controller moves the replicas (Kafka's
+    ZooKeeper-mode onPartitionReassignment); another node answers
+    NOT_CONTROLLER, so the client asks it."""
+    controller = node.cluster.controller  # type: ignore[union-attr]
+    if not controller.active:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
+                "error_message": None, "responses": []}
+    targets = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
+               for t in body.topics for p in t.partitions}
+    _, results = await controller.reassign(targets)
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": results[(t.name, p.partition_index)][0],
+             "error_message": results[(t.name, p.partition_index)][1]}
+            for p in t.partitions]}
         for t in body.topics]}

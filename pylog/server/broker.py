@@ -49,6 +49,7 @@ from pylog.server.metrics import BrokerMetrics
 from pylog.server.producer_state import BlockProducerIds, ProducerIds
 from pylog.server.replica_fetcher import ReplicaFetchers
 from pylog.server.replica_manager import ReplicaManager
+from pylog.server.replication_quota import ReplicationThrottles
 from pylog.server.requests import RequestRouter, served_versions
 from pylog.server.topic_admin import LocalTopicAdmin, TopicAdmin
 from pylog.server.topic_configs import log_config
@@ -148,6 +149,8 @@ class Broker:
             self.replicas.fetchers = ReplicaFetchers(self.node_id, config, metadata,
                                                      self.logs.failures.fail)
             self.replicas.isr_writer = self.cluster.write_isr
+            self.replicas.throttles = self.replicas.fetchers.throttles = ReplicationThrottles(
+                self.node_id, config, self.cluster.topic_configs)
             # The coordinators own the partitions of their internal topics this
             # node leads, as LeaderAndIsr says (pylog.server.internal_topics).
             offsets_topic = ClusterInternalTopic(OFFSETS_TOPIC, metadata, admin,
@@ -257,6 +260,13 @@ class Broker:
             self.topics.forget(name)
         return topic
 
+    def _check_imbalance(self) -> None:
+        cluster = self.cluster
+        if (cluster is not None and cluster.controller.active
+                and self.config["auto.leader.rebalance.enable"]):
+            cluster.controller.check_imbalance(
+                self.config["leader.imbalance.per.broker.percentage"])
+
     def _explicit_configs(self) -> dict[str, dict[str, str]]:
         """Every topic's explicit configs (the registry's, or ZooKeeper's)."""
         if self.cluster is not None:
@@ -306,6 +316,9 @@ class Broker:
             self._tasks.append(asyncio.get_running_loop().create_task(_every(
                 lambda: self.replicas.shrink_isrs(self.config["replica.lag.time.max.ms"]),
                 lag_ms / 2000)))
+            # The controller's auto leader rebalance (preferred leaders back).
+            self._tasks.append(asyncio.get_running_loop().create_task(_every(
+                self._check_imbalance, self.config["leader.imbalance.check.interval.seconds"])))
         if self.metrics is not None:
             await self.metrics.start()
         self.groups.start()

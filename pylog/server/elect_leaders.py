@@ -1,6 +1,14 @@
-"""ElectLeaders: every partition already has its preferred leader, this node.
+"""ElectLeaders: preferred (the first replica, if live and in sync) or unclean
+(any live replica, when none leads) leaders.
 
-As Kafka 3.6's controller (``ReplicationControlManager.electLeaders``, answered
+In a cluster the active controller elects (Kafka's ZooKeeper-mode
+``onReplicaElection``, pylog.controller.controller.elect_leaders): per
+partition ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION or NONE; a node
+that is not the controller answers NOT_CONTROLLER, so the client asks it.
+
+On the single node every partition already has its preferred leader, the
+node itself, as Kafka 3.6's controller (``ReplicationControlManager.electLeaders``, answered
 by ``ControllerApis.handleElectLeaders``):
 
 * an election type other than 0 (PREFERRED) and 1 (UNCLEAN) throws
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.ELECT_LEADERS
 VERSIONS = (0, 2)
 ELECTION_TYPES = (0, 1)  # PREFERRED, UNCLEAN
+UNCLEAN = 1
 NOT_NEEDED = "Leader election not needed for topic partition."  # ApiError(ELECTION_NOT_NEEDED)
 
 
@@ -45,7 +54,7 @@ def _elect(node: NodeServices, name: str, index: int) -> dict[str, Any]:
     return _result(index, ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED)
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
     requested = body.topic_partitions
     if body.election_type not in ELECTION_TYPES:
         message = f"Unknown election type {body.election_type}"
@@ -54,6 +63,8 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
                     {"topic": t.topic, "partition_result": [
                         _result(p, ErrorCode.INVALID_REQUEST, message) for p in t.partitions]}
                     for t in requested or ()]}
+    if node.cluster is not None:
+        return _in_cluster(node, requested, body.election_type == UNCLEAN)
     if requested is None:
         results = [{"topic": name, "partition_result": []}
                    for name in node.metadata.topic_names()]
@@ -61,3 +72,23 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
         results = [{"topic": t.topic, "partition_result": [
             _elect(node, t.topic, p) for p in t.partitions]} for t in requested]
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": results}
+
+
+async def _in_cluster(node: NodeServices, requested: Any, unclean: bool) -> dict[str, Any]:
+    """A cluster: the active controller elects (Kafka's ZooKeeper-mode
+    KafkaApis sends the request there; others answer NOT_CONTROLLER)."""
+    controller = node.cluster.controller  # type: ignore[union-attr]
+    if not controller.active:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
+                "replica_election_results": [
+                    {"topic": t.topic, "partition_result": [
+                        _result(p, ErrorCode.NOT_CONTROLLER, None) for p in t.partitions]}
+                    for t in requested or ()]}
+    wanted = None if requested is None else [(t.topic, p) for t in requested
+                                             for p in t.partitions]
+    error, found = await controller.elect_leaders(wanted, unclean)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for topic, partition, code, message in found:
+        by_topic.setdefault(topic, []).append(_result(partition, code, message))
+    return {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
+        {"topic": t, "partition_result": rows} for t, rows in by_topic.items()]}

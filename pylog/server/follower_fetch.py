@@ -85,12 +85,20 @@ def _read(node: NodeServices, replica: int, wanted: list[tuple[str, list[Any]]],
                 complete = True
                 continue
             records: Any = b""
+            throttles = replicas.throttles
+            throttled = (throttles is not None and replica not in part.isr
+                         and throttles.leader_throttled(topic, index))
             try:
-                s = lg.read(offset, max(min(p.partition_max_bytes, remaining), 0))
-                if s.length:
+                if throttled and throttles.leader.exceeded():  # type: ignore[union-attr]
+                    s = None  # held back: the follower asks again
+                else:
+                    s = lg.read(offset, max(min(p.partition_max_bytes, remaining), 0))
+                if s is not None and s.length:
                     records = FileRegion(s.fd, s.position, s.length, s.segment)
                     remaining -= s.length
                     total += s.length
+                    if throttled:
+                        throttles.leader.record(s.length)  # type: ignore[union-attr]
             except (OffsetOutOfRangeError, LogClosedError):
                 rows.append(_row(index, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start))
                 complete = True

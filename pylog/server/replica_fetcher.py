@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pylog.server.config import BrokerConfig
     from pylog.server.metadata_cache import MetadataCache
     from pylog.server.partition import Partition
+    from pylog.server.replication_quota import ReplicationThrottles
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +123,14 @@ class ReplicaFetcher:
 
     def _request(self, ready: list[Partition]) -> dict[str, Any]:
         cfg = self.owner.config
+        throttles = self.owner.throttles
+        held = throttles is not None and throttles.follower.exceeded()
         topics: dict[str, list[dict[str, Any]]] = {}
         for part in ready:
             lg = part.log
             assert lg is not None
+            if held and self._throttled(part):
+                continue  # over follower.replication.throttled.rate: next time
             topics.setdefault(part.topic, []).append({
                 "partition": part.index, "current_leader_epoch": part.leader_epoch,
                 "fetch_offset": lg.log_end_offset, "last_fetched_epoch": lg.epochs.latest_epoch,
@@ -137,6 +142,13 @@ class ReplicaFetcher:
                 "session_id": 0, "session_epoch": -1, "rack_id": "",
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
                 "forgotten_topics_data": []}
+
+    def _throttled(self, part: Partition) -> bool:
+        """A replica out of the ISR that the topic's throttle names (Kafka's
+        shouldFollowerThrottle)."""
+        throttles = self.owner.throttles
+        return (throttles is not None and self.owner.node_id not in part.isr
+                and throttles.follower_throttled(part.topic, part.index))
 
     def _delay(self, part: Partition) -> None:
         self.delayed[(part.topic, part.index)] = (
@@ -173,6 +185,8 @@ class ReplicaFetcher:
                           part.index, self.leader, before, exc)
                 self._delay(part)
                 return
+            if self._throttled(part):
+                self.owner.throttles.follower.record(len(records))  # type: ignore[union-attr]
             if part.producers is None:
                 part.producers = producer_state.PartitionProducers()
             producer_state.follow_batches(part.producers, records, positions)
@@ -245,6 +259,7 @@ class ReplicaFetchers:
                                    request_timeout_s=config["replica.socket.timeout.ms"] / 1000)
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._where: dict[TopicPartition, tuple[int, int]] = {}
+        self.throttles: ReplicationThrottles | None = None
 
     def follow(self, part: Partition, leader: int) -> None:
         """Fetch ``part`` from ``leader`` (instead of where it was fetched from)."""

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pylog.log import LogManager
     from pylog.log.log import Log
     from pylog.server.replica_fetcher import ReplicaFetchers
+    from pylog.server.replication_quota import ReplicationThrottles
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class ReplicaManager:
         # the writer of ISR changes to ZooKeeper (pylog.server.zk_node).
         self.fetchers: ReplicaFetchers | None = None
         self.isr_writer: IsrWriter | None = None
+        self.throttles: ReplicationThrottles | None = None  # reassignment throttles
         # Counted for the metrics (Kafka's IsrShrinksPerSec, IsrExpandsPerSec).
         self.isr_shrinks = 0
         self.isr_expands = 0
