@@ -19,6 +19,7 @@ TOOL_MODULES = (
     "get_offsets",
     "storage",
     "transactions",
+    "leader_election",
     "zookeeper_server_start",
     "zookeeper_shell",
 )
