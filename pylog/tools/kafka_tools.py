@@ -20,6 +20,7 @@ TOOL_MODULES = (
     "storage",
     "transactions",
     "leader_election",
+    "reassign_partitions",
     "zookeeper_server_start",
     "zookeeper_shell",
 )
