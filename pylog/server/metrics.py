@@ -15,6 +15,13 @@ Names follow Kafka's JMX metrics (3.6 docs, section 6.8) by one rule:
 * a Histogram/Timer (``TotalTimeMs``) is a summary: ``quantile`` 0.5, 0.99 and
   0.999 (since start) plus ``_sum`` and ``_count``.
 
+Replication follows Kafka's split: the ReplicaManager gauges count this
+node's partitions (led here, for the ISR ones), the KafkaController gauges
+are the active controller's and 0 on every other node, and the followers'
+lag is ReplicaFetcherManager's MaxLag and FetcherLagMetrics' ConsumerLag
+(per partition followed, labelled with Kafka's fetcher client id).  The
+embedded single node is its own controller and leads every partition.
+
 Kafka-style names without a broker JMX counterpart: ``kafka_log_log_*`` per
 partition (Kafka's ``kafka.log:type=Log,name=Size|LogEndOffset|LogStartOffset``),
 and consumer-group lag as ``kafka_consumergroup_lag{group,topic,partition}``
