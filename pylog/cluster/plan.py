@@ -3,8 +3,9 @@ before anything starts.
 
 Every node runs the operator's ``--config`` and ``--override``s, then the
 supervisor's own overrides: node i gets ``broker.id=i``, the first client
-listener's port plus i (``advertised.listeners`` likewise), ``<log.dirs>/node-<i>``
-and the ZooKeeper server's address.  Each node's whole config is loaded
+listener's port plus i (``advertised.listeners`` likewise, and the port of
+``metrics.listener`` when it is set, so each node serves its own page),
+``<log.dirs>/node-<i>`` and the ZooKeeper server's address.  Each node's whole config is loaded
 here, so a bad one is refused before any process starts.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from pylog.orphans import die_with_parent
 from pylog.properties import PropertiesError, read_properties
 from pylog.server.config import BrokerConfig, ConfigError, Endpoint
+from pylog.server.metrics import parse_listener
 from pylog.zk.server import ZooKeeperServer, ZooKeeperServerError, check_installed
 
 MAX_PORT = 65535
@@ -69,6 +71,13 @@ def _shifted(endpoints: Sequence[Endpoint], name: str, by: int) -> str:
     """A listeners value with listener ``name``'s port moved up by ``by``."""
     return ",".join(_format(replace(ep, port=ep.port + by) if ep.name == name else ep)
                     for ep in endpoints)
+
+
+def _metrics_url(url: str, by: int) -> str:
+    """metrics.listener with its port moved up by ``by`` (port 0 stays: a free one)."""
+    host, port, path = parse_listener(url)
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port + by if port else 0}{path}"
 
 
 def _check_ports(key: str, first_port: int, nodes: int) -> None:
@@ -142,6 +151,16 @@ def plan_cluster(config_path: str | None, overrides: Sequence[str], nodes: int,
             raise ClusterConfigError(f"advertised.listeners: {_format(ep)} cannot be "
                                      "advertised (port 0)")
         _check_ports("advertised.listeners", ep.port, nodes)
+    metrics = config["metrics.listener"]
+    metrics_port = parse_listener(metrics)[1] if metrics else 0
+    if metrics_port:
+        _check_ports("metrics.listener", metrics_port, nodes)
+        if listener.port and (metrics_port < listener.port + nodes
+                              and listener.port < metrics_port + nodes):
+            raise ClusterConfigError(
+                f"--nodes {nodes}: metrics.listener's ports {metrics_port}-"
+                f"{metrics_port + nodes - 1} overlap the listeners' ports {listener.port}-"
+                f"{listener.port + nodes - 1} (each node takes the first port + its id)")
     log_dirs = [Path(d).expanduser() for d in config["log.dirs"]]
 
     zookeeper = None
@@ -160,6 +179,8 @@ def plan_cluster(config_path: str | None, overrides: Sequence[str], nodes: int,
             own.append(f"listeners={_shifted(config['listeners'], listener.name, i)}")
         if shifted_adv:
             own.append(f"advertised.listeners={_shifted(advertised, listener.name, i)}")
+        if metrics_port:
+            own.append(f"metrics.listener={_metrics_url(metrics, i)}")
         own.append("log.dirs=" + ",".join(str(d) for d in dirs))
         if zookeeper is not None:
             own.append(f"zookeeper.connect={connect}")

@@ -15,6 +15,13 @@ Names follow Kafka's JMX metrics (3.6 docs, section 6.8) by one rule:
 * a Histogram/Timer (``TotalTimeMs``) is a summary: ``quantile`` 0.5, 0.99 and
   0.999 (since start) plus ``_sum`` and ``_count``.
 
+Replication follows Kafka's split: the ReplicaManager gauges count this
+node's partitions (led here, for the ISR ones), the KafkaController gauges
+are the active controller's and 0 on every other node, and the followers'
+lag is ReplicaFetcherManager's MaxLag and FetcherLagMetrics' ConsumerLag
+(per partition followed, labelled with Kafka's fetcher client id).  The
+embedded single node is its own controller and leads every partition.
+
 Kafka-style names without a broker JMX counterpart: ``kafka_log_log_*`` per
 partition (Kafka's ``kafka.log:type=Log,name=Size|LogEndOffset|LogStartOffset``),
 and consumer-group lag as ``kafka_consumergroup_lag{group,topic,partition}``
@@ -321,15 +328,7 @@ class BrokerMetrics:
         gauge("kafka_server_socketservermetrics_connection_count", len(conns),
               "Open client connections")
         logs = node.logs.logs()
-        gauge("kafka_server_replicamanager_partitioncount", len(logs), "Partitions on this node")
-        gauge("kafka_server_replicamanager_leadercount", len(logs),
-              "Partitions this node leads (all of them on one node)")
-        gauge("kafka_server_replicamanager_underreplicatedpartitions", 0,
-              "Partitions whose ISR is smaller than the replica set (none on one node)")
-        gauge("kafka_controller_kafkacontroller_offlinepartitionscount", 0,
-              "Partitions without a leader")
-        gauge("kafka_controller_kafkacontroller_activecontrollercount", 1,
-              "1 on the active controller")
+        self._replication(out, family, gauge)
         sessions = node.fetch_sessions
         gauge("kafka_server_fetchsessioncache_numincrementalfetchsessions", len(sessions),
               "Incremental fetch sessions cached (KIP-227)")
@@ -355,6 +354,81 @@ class BrokerMetrics:
         self._group_lag(out, family, logs)
         out.append("")
         return "\n".join(out)
+
+    def _replication(self, out: list[str], family: Callable[[str, str, str], None],
+                     gauge: Callable[[str, float, str], None]) -> None:
+        """This node's replicas (Kafka's ReplicaManager gauges and ISR meters),
+        the controller's gauges (non-zero on the active controller only, as
+        Kafka's), and the follower's fetch lag (ReplicaFetcherManager).  The
+        embedded single node leads every partition and is its own controller."""
+        node = self.broker
+        replicas = node.replicas
+        parts = replicas.partitions()
+        led = [p for p in parts if p.is_leader]
+        under_min = at_min = 0
+        for p in led:
+            min_isr = p.log.config.min_insync_replicas  # type: ignore[union-attr]
+            under_min += len(p.isr) < min_isr
+            at_min += len(p.isr) == min_isr
+        gauge("kafka_server_replicamanager_partitioncount", len(parts),
+              "Partitions with a replica on this node")
+        gauge("kafka_server_replicamanager_leadercount", len(led), "Partitions this node leads")
+        gauge("kafka_server_replicamanager_underreplicatedpartitions",
+              sum(len(p.isr) < len(p.replicas) for p in led),
+              "Partitions led here whose ISR is smaller than the replica set")
+        gauge("kafka_server_replicamanager_underminisrpartitioncount", under_min,
+              "Partitions led here whose ISR is smaller than min.insync.replicas")
+        gauge("kafka_server_replicamanager_atminisrpartitioncount", at_min,
+              "Partitions led here whose ISR is exactly min.insync.replicas")
+        for name, value, help_ in (
+                ("isrshrinkspersec", replicas.isr_shrinks, "ISR shrinks of partitions led here"),
+                ("isrexpandspersec", replicas.isr_expands,
+                 "ISR expansions of partitions led here")):
+            full = f"kafka_server_replicamanager_{name}_total"
+            family(full, "counter", help_)
+            out.append(f"{full} {value}")
+        controller = node.cluster.controller if node.cluster is not None else None
+        active = controller is None or controller.active
+        if controller is None:  # one node: its topics, every partition led here
+            names = node.metadata.topic_names()
+            topics, partitions = len(names), sum(
+                t.count for n in names if (t := node.metadata.topic(n)) is not None)
+            offline = imbalance = unclean = 0
+        elif active:
+            ctx = controller.ctx
+            topics, partitions = len(ctx.assignments), len(ctx.states)
+            offline = len(ctx.offline())
+            imbalance = sum(1 for tp, st in ctx.states.items() if tp[0] not in ctx.deleting
+                            and ctx.replicas(tp)[:1] != [st.leader])
+            unclean = controller.unclean_elections
+        else:
+            topics = partitions = offline = imbalance = 0
+            unclean = controller.unclean_elections
+        gauge("kafka_controller_kafkacontroller_activecontrollercount", int(active),
+              "1 on the active controller")
+        gauge("kafka_controller_kafkacontroller_offlinepartitionscount", offline,
+              "Partitions without a live leader (active controller)")
+        gauge("kafka_controller_kafkacontroller_preferredreplicaimbalancecount", imbalance,
+              "Partitions not led by their preferred replica (active controller)")
+        gauge("kafka_controller_kafkacontroller_globaltopiccount", topics,
+              "Topics in the cluster (active controller)")
+        gauge("kafka_controller_kafkacontroller_globalpartitioncount", partitions,
+              "Partitions with a leader and ISR in the cluster (active controller)")
+        name = "kafka_controller_controllerstats_uncleanleaderelectionspersec_total"
+        family(name, "counter", "Leaders elected out of sync (unclean.leader.election.enable)")
+        out.append(f"{name} {unclean}")
+        lags = list(replicas.fetchers.lags()) if replicas.fetchers is not None else []
+        name = "kafka_server_replicafetchermanager_maxlag"
+        family(name, "gauge", "Most messages a partition followed here is behind its "
+                              "leader's high watermark")
+        out.append(f"{name}{_labels(clientid='Replica')} "
+                   f"{max((lag for *_, lag in lags), default=0)}")
+        name = "kafka_server_fetcherlagmetrics_consumerlag"
+        family(name, "gauge", "Messages a partition followed here is behind its leader's "
+                              "high watermark")
+        for client_id, (topic, partition), lag in sorted(lags):
+            out.append(f"{name}{_labels(clientid=client_id, topic=topic, partition=partition)}"
+                       f" {lag}")
 
     def _quantiles_ms(self, key: int) -> list[float]:
         buckets = self.time_buckets[key]

@@ -61,6 +61,9 @@ class ReplicaFetcher:
         self.slot = slot
         self.partitions: dict[TopicPartition, Partition] = {}
         self.delayed: dict[TopicPartition, float] = {}  # until (monotonic s)
+        # Messages each partition is behind the leader's high watermark, as of
+        # its last fetch (Kafka's FetcherLagMetrics, for the metrics page).
+        self.lag: dict[TopicPartition, int] = {}
         self._wake = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{leader}-{slot}")
@@ -73,6 +76,7 @@ class ReplicaFetcher:
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
         self.delayed.pop(tp, None)
+        self.lag.pop(tp, None)
 
     def _ready(self) -> list[Partition]:
         now = time.monotonic()
@@ -191,6 +195,7 @@ class ReplicaFetcher:
                 part.producers = producer_state.PartitionProducers()
             producer_state.follow_batches(part.producers, records, positions)
             lg.first_unstable_offset = part.producers.first_unstable_offset()
+        self.lag[(part.topic, part.index)] = max(0, p.high_watermark - lg.log_end_offset)
         hw = min(p.high_watermark, lg.log_end_offset)
         if hw > lg.high_watermark:
             lg.high_watermark = hw
@@ -279,6 +284,13 @@ class ReplicaFetchers:
         key = self._where.pop(tp, None)
         if key is not None:
             self._fetchers[key].remove(tp)
+
+    def lags(self) -> list[tuple[str, TopicPartition, int]]:
+        """(Kafka's fetcher client id, partition, messages behind the leader's
+        high watermark) of every partition followed here that fetched."""
+        return [(f"ReplicaFetcherThread-{slot}-{leader}", tp, lag)
+                for (leader, slot), fetcher in self._fetchers.items()
+                for tp, lag in fetcher.lag.items()]
 
     def rebuild_producers(self, part: Partition) -> None:
         """After a truncation: the producer state as the log now holds it."""

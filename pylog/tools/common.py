@@ -22,6 +22,7 @@ cause, instead of waiting out a client's metadata timeout.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 import signal
@@ -389,6 +390,29 @@ def add_bootstrap(p: argparse.ArgumentParser, required: bool = True,
                        help="property file with configs for the admin client")
 
 
+def json_field(obj: Any, name: str, kind: str) -> Any:
+    """Kafka's ``JsonObject(name).to[T]`` on a parsed JSON file (the admin tools'
+    input files): the field, of the type named ``String``, ``Int`` or
+    ``Seq[Int]``/``Seq[String]``; a ToolError with Kafka's words otherwise."""
+    if not isinstance(obj, dict):
+        raise ToolError(f"Expected JSON object, received {json.dumps(obj)}")
+    if name not in obj:
+        raise ToolError(f"No such field exists: `{name}`")
+    value = obj[name]
+    item = kind[4:-1] if kind.startswith("Seq[") else None
+    ok = _json_is(value, kind) if item is None else (
+        isinstance(value, list) and all(_json_is(v, item) for v in value))
+    if not ok:
+        raise ToolError(f"Expected `{kind}` value, received {json.dumps(value)}")
+    return value
+
+
+def _json_is(value: Any, kind: str) -> bool:
+    if kind == "Int":
+        return type(value) is int and -2**31 <= value < 2**31
+    return isinstance(value, str)
+
+
 def print_metrics_table(values: Mapping[str, float]) -> None:
     """Kafka's ToolsUtils.printMetrics table (``--print-metrics``): each metric's
     group:name:{tags} and value, sorted by name."""
@@ -398,13 +422,61 @@ def print_metrics_table(values: Mapping[str, float]) -> None:
         print(f"{key:<{width}} : {float(values[key]):.3f}")
 
 
+# Error codes whose Java exception class is not the code's name in CamelCase.
+_EXCEPTIONS = {
+    "UNKNOWN_SERVER_ERROR": "UnknownServerException",
+    "CORRUPT_MESSAGE": "CorruptRecordException",
+    "REQUEST_TIMED_OUT": "TimeoutException",
+    "NETWORK_EXCEPTION": "NetworkException",
+    "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException",
+    "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
+    "GROUP_AUTHORIZATION_FAILED": "GroupAuthorizationException",
+}
+# The default message of the errors the replication tools meet (Kafka's
+# Errors enum), for a response that carries none of its own.
+_MESSAGES = {
+    "UNKNOWN_SERVER_ERROR": "The server experienced an unexpected error when processing the "
+                            "request.",
+    "UNKNOWN_TOPIC_OR_PARTITION": "This server does not host this topic-partition.",
+    "REQUEST_TIMED_OUT": "The request timed out.",
+    "NOT_CONTROLLER": "This is not the correct controller for this cluster.",
+    "INVALID_REQUEST": "This most likely occurs because of a request being malformed by the "
+                       "client library or the message was sent to an incompatible broker. See "
+                       "the broker logs for more details.",
+    "CLUSTER_AUTHORIZATION_FAILED": "Cluster authorization failed.",
+    "TOPIC_AUTHORIZATION_FAILED": "Topic authorization failed.",
+    "INVALID_REPLICA_ASSIGNMENT": "Replica assignment is invalid.",
+    "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
+    "ELECTION_NOT_NEEDED": "Leader election not needed for topic partition.",
+    "NO_REASSIGNMENT_IN_PROGRESS": "No partition reassignment is in progress.",
+}
+
+
 def exception_name(code: int) -> str:
     """The Java exception class of an error code, as Kafka's tools print it
     (KAFKA_STORAGE_ERROR -> ``KafkaStorageException``)."""
     from pylog.protocol import error_name
 
     name = error_name(code)
-    return "".join(w.capitalize() for w in name.split("_")) + "Exception"
+    return _EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.split("_")) + "Exception"
+
+
+def error_message(code: int, message: str | None = None) -> str:
+    """What the Java exception's getMessage says: the broker's message, else
+    the error's default one (else the error's name)."""
+    from pylog.protocol import error_name
+
+    if message:
+        return message
+    name = error_name(code)
+    return _MESSAGES.get(name, name)
+
+
+def java_exception(code: int, message: str | None = None) -> str:
+    """A Java exception's toString, as Kafka's tools print a failure:
+    ``org.apache.kafka.common.errors.NotControllerException: <message>``."""
+    return f"org.apache.kafka.common.errors.{exception_name(code)}: {error_message(code, message)}"
 
 
 def error_text(exc: BaseException) -> str:

@@ -19,6 +19,8 @@ TOOL_MODULES = (
     "get_offsets",
     "storage",
     "transactions",
+    "leader_election",
+    "reassign_partitions",
     "zookeeper_server_start",
     "zookeeper_shell",
 )

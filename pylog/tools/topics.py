@@ -21,17 +21,20 @@ import binascii
 import re
 from typing import Any
 
+from pylog.protocol import ApiKey
 from pylog.tools.common import (
     ToolError,
     add_bootstrap,
     admin_client,
     check_reachable,
     error_text,
+    parse_bootstrap,
     parse_props,
     refuse_flags,
     run_tool,
     wait_future,
 )
+from pylog.tools.wire import ClusterClient
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 REPORTS = ("under_replicated_partitions", "under_min_isr_partitions", "at_min_isr_partitions",
@@ -227,33 +230,83 @@ def _create(admin: Any, args: argparse.Namespace) -> None:
     print(f"Created topic {args.topic}.")
 
 
-def _configs_text(admin: Any, names: list[str]) -> dict[str, str]:
-    """``k=v,...`` of each topic's non-default configs (what Kafka's describe shows)."""
+def _configs(admin: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Each topic's configs (DescribeConfigs: every entry, defaults included);
+    a topic whose configs cannot be read (deleted meanwhile) has none."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     if not names:
         return {}
     resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
-    out: dict[str, str] = {}
+    out: dict[str, dict[str, Any]] = {}
     for resource, fut in admin.describe_configs(resources, request_timeout=TIMEOUT_S).items():
         try:
-            entries = wait_future(fut, TIMEOUT_S)
+            out[resource.name] = dict(wait_future(fut, TIMEOUT_S))
         except Exception:
-            out[resource.name] = ""  # deleted meanwhile, or no DescribeConfigs: no configs
-            continue
-        out[resource.name] = ",".join(f"{e.name}={e.value}" for e in entries.values()
-                                      if not e.is_default)
+            out[resource.name] = {}
     return out
 
 
-def _topic_line(name: str, desc: Any, parts: list[Any], configs: str) -> str:
-    rf = len(parts[0].replicas) if parts else 0
+def _overrides_text(entries: dict[str, Any]) -> str:
+    """``k=v,...`` of a topic's non-default configs (what Kafka's describe shows)."""
+    return ",".join(f"{e.name}={e.value}" for e in entries.values() if not e.is_default)
+
+
+def _min_isr(entries: dict[str, Any]) -> int | None:
+    entry = entries.get("min.insync.replicas")
+    try:
+        return int(entry.value) if entry is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _reassignments(args: argparse.Namespace, names: list[str]) -> dict[tuple[str, int], Any]:
+    """The running reassignments of these topics (ListPartitionReassignments,
+    which librdkafka lacks, from the controller over pylog's codec); none when
+    the cluster cannot tell, as Kafka's tool ignores an unsupported request."""
+    try:
+        with ClusterClient(parse_bootstrap(args.bootstrap_server), TIMEOUT_S) as cluster:
+            if int(ApiKey.LIST_PARTITION_REASSIGNMENTS) not in cluster.bootstrap.versions:
+                return {}
+            resp = cluster.request_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, {
+                "timeout_ms": int(TIMEOUT_S * 1000),
+                "topics": [{"name": n, "partition_indexes": list(range(count))}
+                           for n, count in names]})
+    except ToolError as exc:
+        raise _fail(str(exc)) from None
+    if resp.error_code:
+        return {}
+    return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
+
+
+def _replication_factor(replicas: list[int], reassignment: Any) -> int:
+    """Kafka's getReplicationFactor: the replicas, less those being removed."""
+    removing = len(reassignment.removing_replicas) if reassignment is not None else 0
+    return len(replicas) - removing
+
+
+def _topic_line(name: str, desc: Any, parts: list[Any], configs: str, rf: int) -> str:
     topic_id = _uuid_text(desc.topic_id)
     line = f"Topic: {name}"
     if topic_id and topic_id != "AAAAAAAAAAAAAAAAAAAAAA":  # Uuid.ZERO_UUID
         line += f"\tTopicId: {topic_id}"
     return line + (f"\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}"
                    f"\tConfigs: {configs}")
+
+
+def _partition_listed(args: argparse.Namespace, leader: int | None, isr: list[int], rf: int,
+                      min_isr: int | None, live: set[int]) -> bool:
+    """Kafka 3.6's DescribeOptions: every partition without a report flag,
+    else those the flags given select."""
+    if not (args.under_replicated_partitions or args.unavailable_partitions
+            or args.under_min_isr_partitions or args.at_min_isr_partitions):
+        return True
+    return bool(
+        (args.under_replicated_partitions and rf - len(isr) > 0)
+        or (args.unavailable_partitions and (leader is None or leader not in live))
+        or (args.under_min_isr_partitions
+            and (leader is None or (min_isr is not None and len(isr) < min_isr)))
+        or (args.at_min_isr_partitions and min_isr is not None and len(isr) == min_isr))
 
 
 def _describe(admin: Any, args: argparse.Namespace) -> None:
@@ -287,31 +340,41 @@ def _describe(admin: Any, args: argparse.Namespace) -> None:
             raise _fail(f"TopicId '{topic_id}' does not exist as expected")
     only_partitions = (args.under_replicated_partitions or args.unavailable_partitions
                        or args.under_min_isr_partitions or args.at_min_isr_partitions)
-    configs = {} if only_partitions else _configs_text(admin, sorted(descriptions))
+    configs = _configs(admin, sorted(descriptions))
+    live = set(check_reachable(admin).brokers)
+    reassigning = _reassignments(args, [(n, len(d.partitions))
+                                        for n, d in sorted(descriptions.items())])
     for name in sorted(descriptions):
         desc = descriptions[name]
         parts = sorted(desc.partitions, key=lambda p: p.id)
+        entries = configs.get(name, {})
+        overrides = _overrides_text(entries)
+        first = reassigning.get((name, parts[0].id)) if parts else None
+        rf = _replication_factor([r.id for r in parts[0].replicas], first) if parts else 0
         if args.topics_with_overrides:
             # Kafka: the topic line of topics with a non-default config, no partitions.
-            if configs.get(name):
-                print(_topic_line(name, desc, parts, configs[name]))
+            if overrides:
+                print(_topic_line(name, desc, parts, overrides, rf))
             continue
         if not only_partitions:
-            print(_topic_line(name, desc, parts, configs.get(name, "")))
+            print(_topic_line(name, desc, parts, overrides, rf))
+        min_isr = _min_isr(entries)
         for p in parts:
             replicas = [r.id for r in p.replicas]
             isr = [r.id for r in p.isr]
             leader = p.leader.id if p.leader is not None and p.leader.id >= 0 else None
-            if args.under_replicated_partitions and len(isr) >= len(replicas):
+            moving = reassigning.get((name, p.id))
+            if not _partition_listed(args, leader, isr, _replication_factor(replicas, moving),
+                                     min_isr, live):
                 continue
-            if args.unavailable_partitions and leader is not None:
-                continue
-            if (args.under_min_isr_partitions or args.at_min_isr_partitions):
-                continue  # one node: the ISR is the replica set, never below min.insync
-            print(f"\tTopic: {name}\tPartition: {p.id}"
-                  f"\tLeader: {leader if leader is not None else 'none'}"
-                  f"\tReplicas: {','.join(map(str, replicas))}"
-                  f"\tIsr: {','.join(map(str, isr))}")
+            line = (f"\tTopic: {name}\tPartition: {p.id}"
+                    f"\tLeader: {leader if leader is not None else 'none'}"
+                    f"\tReplicas: {','.join(map(str, replicas))}"
+                    f"\tIsr: {','.join(map(str, isr))}")
+            if moving is not None:
+                line += (f"\tAdding Replicas: {','.join(map(str, moving.adding_replicas))}"
+                         f"\tRemoving Replicas: {','.join(map(str, moving.removing_replicas))}")
+            print(line)
 
 
 def _alter(admin: Any, args: argparse.Namespace) -> None:

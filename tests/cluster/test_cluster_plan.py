@@ -82,6 +82,22 @@ def test_zookeeper_config_file(zookeeper_installed: None, tmp_path: Path) -> Non
     assert plan.zookeeper_connect == "127.0.0.1:21810"
 
 
+def test_each_node_serves_its_own_metrics_page(zookeeper_installed: None,
+                                               tmp_path: Path) -> None:
+    """metrics.listener's port moves up by the node id, as the listener's does."""
+    plan = plan_cluster(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:19092",
+                               "metrics.listener=http://[::1]:19404/prom"], 3)
+    assert [_node_config(plan, i)["metrics.listener"] for i in range(3)] == [
+        f"http://[::1]:{19404 + i}/prom" for i in range(3)]
+    # Port 0: each node a free port of its own; no metrics.listener: none.
+    plan = plan_cluster(None, [f"log.dirs={tmp_path}",
+                               "metrics.listener=http://127.0.0.1:0/metrics"], 2)
+    assert [_node_config(plan, i)["metrics.listener"] for i in range(2)] == [
+        "http://127.0.0.1:0/metrics"] * 2
+    plan = plan_cluster(None, [f"log.dirs={tmp_path}"], 2)
+    assert not any(o.startswith("metrics.listener=") for o in plan.nodes[1].overrides)
+
+
 @pytest.mark.parametrize("ran_for", [0.0, 59.0])
 def test_backoff_doubles_to_30s_while_a_node_keeps_dying(ran_for: float) -> None:
     backoff = RestartBackoff()

@@ -26,6 +26,13 @@ REFUSALS = [
     (["--nodes", "2", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
       "--override", "advertised.listeners=PLAINTEXT://example.com:0"],
      "advertised.listeners: PLAINTEXT://example.com:0 cannot be advertised (port 0)"),
+    (["--nodes", "3", "--override", "metrics.listener=http://127.0.0.1:65534/metrics"],
+     "--nodes 3: node 2 would listen on port 65536 (metrics.listener puts node 0 on port "
+     "65534), past 65535"),
+    (["--nodes", "3", "--override", "listeners=PLAINTEXT://127.0.0.1:19092",
+      "--override", "metrics.listener=http://127.0.0.1:19094/metrics"],
+     "--nodes 3: metrics.listener's ports 19094-19096 overlap the listeners' ports "
+     "19092-19094 (each node takes the first port + its id)"),
     (["--nodes", "2", "--override", "no.such.key=1"], "unknown configuration 'no.such.key'"),
     (["--nodes", "2", "--config", str(KRAFT_CONFIG)],
      "process.roles is set (KRaft): a cluster of --nodes keeps its metadata in ZooKeeper; "

@@ -1,5 +1,6 @@
-"""A real broker (with metrics.listener on) for the tool tests, and a runner for
-``pylog <tool> ...`` as a subprocess, the way an operator runs it."""
+"""A real broker (with metrics.listener on) and a real 3-node cluster for the
+tool tests, and a runner for ``pylog <tool> ...`` as a subprocess, the way an
+operator runs it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from broker_process import BrokerProcess, free_port
+from broker_process import BrokerProcess, free_port, free_ports
+from cluster_process import ClusterProcess
 
 
 @dataclass
@@ -30,6 +32,49 @@ def tool_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolBroker
                       "group.initial.rebalance.delay.ms=0").start()
     yield ToolBroker(b, b.bootstrap, metrics_url)
     b.stop()
+
+
+@dataclass
+class ToolCluster:
+    """``pylog broker --nodes 3``: node i listens on ``port + i`` and serves its
+    metrics at ``metrics_urls[i]``."""
+
+    process: ClusterProcess
+    port: int
+    metrics_urls: list[str]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def node_bootstrap(self, node_id: int) -> str:
+        return f"127.0.0.1:{self.port + node_id}"
+
+
+# The cluster's settings for the tests: leaders stay where elections put them
+# (no automatic preferred-leader rebalance); a follower that stops fetching
+# leaves the ISR after 4 s, before a frozen node's ZooKeeper session expires
+# after 12 s (so the leaders shrink the ISRs, not the controller), and the
+# tests that stop a node wait less than with Kafka's defaults.
+CLUSTER_OVERRIDES = ("auto.leader.rebalance.enable=false", "replica.lag.time.max.ms=4000",
+                     "zookeeper.session.timeout.ms=12000")
+
+
+@pytest.fixture(scope="session")
+def tool_cluster(zookeeper_installed: None, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[ToolCluster]:
+    first = free_ports(6)  # the nodes' listeners, then their metrics pages
+    metrics = first + 3
+    cluster = ClusterProcess(tmp_path_factory.mktemp("tools-cluster") / "data", 3,
+                             f"metrics.listener=http://127.0.0.1:{metrics}/metrics",
+                             *CLUSTER_OVERRIDES, port=first)
+    try:
+        cluster.start()
+        yield ToolCluster(cluster, first, [f"http://127.0.0.1:{metrics + i}/metrics"
+                                           for i in range(3)])
+        cluster.stop()
+    finally:
+        cluster.cleanup()
 
 
 def _pylog() -> list[str]:

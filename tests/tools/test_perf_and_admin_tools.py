@@ -7,6 +7,8 @@ import re
 import urllib.request
 
 import pytest
+from metrics_page import scrape as _metrics
+from metrics_page import value as _value
 
 FINAL = re.compile(
     r"^(?P<n>\d+) records sent, (?P<rate>\d+\.\d{6}) records/sec \((?P<mb>\d+\.\d{2}) MB/sec\), "
@@ -18,23 +20,6 @@ WINDOW = re.compile(
 CSV_HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
               "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
 DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"
-
-
-def _metrics(url: str) -> dict[str, list]:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        assert resp.status == 200
-        text = resp.read().decode()
-    return {f.name: f.samples for f in text_string_to_metric_families(text)}
-
-
-def _value(families: dict, name: str, **labels: str) -> float:
-    for sample in families[name]:
-        if all(sample.labels.get(k) == v for k, v in labels.items()) and \
-                not sample.name.endswith(("_sum", "_count", "_created")):
-            return sample.value
-    raise KeyError((name, labels))
 
 
 def test_producer_perf_then_consumer_perf(pylog, tool_broker, topic, tmp_path):
