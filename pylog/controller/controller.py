@@ -393,10 +393,13 @@ class Controller:
             ctx.shutting_down.discard(b)
         ctx.brokers = now
         if dead or bounced:
+            # Kafka's onBrokerFailure, for a bounced broker too: its
+            # leadership moves to another in-sync replica (it comes back as a
+            # follower below, and leads again only by a preferred election).
             lost = set(dead) | set(bounced)
             affected = [tp for tp, st in ctx.states.items()
                         if st.leader in lost or lost & set(st.isr)]
-            changed = await self._elect(affected)
+            changed = await self._elect(affected, set(bounced))
             self._tell(changed)
             for b in ctx.brokers:  # the broker list changed
                 self._send_update_metadata(b, [])

@@ -180,11 +180,12 @@ def _broker_id(name: str, node_id: int) -> str | None:
     return None
 
 
-def _resource(node: NodeServices, r: Any, version: int, body: Any) -> dict[str, Any]:
+def _resource(node: NodeServices, r: Any, version: int, body: Any,
+              explicit_configs: dict[str, dict[str, str] | None]) -> dict[str, Any]:
     out = {"resource_type": r.resource_type, "resource_name": r.resource_name,
            "error_code": 0, "error_message": None, "configs": []}
     if r.resource_type == TOPIC:
-        explicit = node.admin.topic_configs(r.resource_name)
+        explicit = explicit_configs.get(r.resource_name)
         if explicit is None:
             out.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        error_message=f"Topic {r.resource_name} does not exist")
@@ -213,10 +214,14 @@ def _resource(node: NodeServices, r: Any, version: int, body: Any) -> dict[str, 
     return out
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+async def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
     v = ctx.api_version
     if log.isEnabledFor(logging.DEBUG):
         log.debug("DescribeConfigs v%d of %s", v,
                   ", ".join(f"{r.resource_type}:{r.resource_name}" for r in body.resources))
+    # Topics' configs as the store has them now (a cluster's ZooKeeper, as
+    # Kafka's ZooKeeper mode reads them), not as this node last heard.
+    topics = {r.resource_name for r in body.resources if r.resource_type == TOPIC}
+    configs = {name: await node.admin.read_topic_configs(name) for name in topics}
     return {"throttle_time_ms": 0,
-            "results": [_resource(node, r, v, body) for r in body.resources]}
+            "results": [_resource(node, r, v, body, configs) for r in body.resources]}

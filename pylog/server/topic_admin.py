@@ -56,6 +56,10 @@ class TopicAdmin:
         """A topic's explicit configs; None when there is no such topic."""
         raise NotImplementedError
 
+    async def read_topic_configs(self, name: str) -> dict[str, str] | None:
+        """:meth:`topic_configs` as the store has them now (DescribeConfigs)."""
+        return self.topic_configs(name)
+
     async def create_topic(self, topic: NewTopic, validate_only: bool) -> uuid.UUID | None:
         """Create (or, ``validate_only``, only check) a topic; its id (None
         when only checked).  TopicError with Kafka's code when refused."""

@@ -72,6 +72,20 @@ class ZkTopicAdmin(TopicAdmin):
             return None
         return dict(self.configs.get(name, {}))
 
+    async def read_topic_configs(self, name: str) -> dict[str, str] | None:
+        """From ZooKeeper (Kafka's fetchEntityConfig), so a change made through
+        another node shows at once; what this node last heard while
+        ZooKeeper is away."""
+        try:
+            exists = await self._zk(self.zk.topic_exists, name)
+            if not exists:
+                return None
+            found = await self._zk(self.zk.get_entity_config, "topics", name)
+        except TopicError:
+            return self.topic_configs(name)
+        self.configs[name] = dict(found)
+        return dict(found)
+
     def _live(self) -> dict[int, str | None]:
         return {b.node_id: b.rack for b in self.metadata.brokers()}
 

@@ -143,7 +143,6 @@ def _partition_line(pylog, bootstrap: str, topic: str) -> dict[str, str]:
     return dict(f.split(": ", 1) for f in line.strip("\t").split("\t"))
 
 
-@pytest.mark.xfail(strict=True, reason="broker side of ElectLeaders in a cluster: lead")
 def test_preferred_leader_back_after_a_restart(pylog, tool_cluster, topic, tmp_path):
     """Node 2, the partition's preferred replica, stops (a controlled shutdown
     moves the leadership to node 0) and is restarted by the supervisor; once

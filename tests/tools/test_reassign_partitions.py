@@ -247,9 +247,6 @@ def test_usage_errors(pylog):
         1, "Cannot connect to the broker at 127.0.0.1:1 (Connection refused)\n")
 
 
-@pytest.mark.xfail(strict=True, reason="broker: leader/follower.replication.throttled.rate as "
-                                       "dynamic broker configs (Kafka's DynamicConfig.Broker): "
-                                       "lead")
 def test_throttle_set_and_cleared_on_one_node(pylog, tool_broker, topic, tmp_path):
     b = tool_broker.bootstrap
     _create(pylog, b, topic)
@@ -293,8 +290,6 @@ def test_generate_in_a_cluster(pylog, tool_cluster, topic, tmp_path):
     assert sorted(p["replicas"][0] for p in proposed["partitions"]) == [1, 1, 2, 2]
 
 
-@pytest.mark.xfail(strict=True, reason="broker/controller side of partition reassignment and "
-                                       "the replication throttle configs: lead")
 def test_move_a_partition_in_a_cluster(pylog, tool_cluster, topic, tmp_path):
     """A partition on nodes 0,1 moved to 1,2 with a throttle: started, verified
     until complete (then the throttles are gone), its new replicas in sync."""
