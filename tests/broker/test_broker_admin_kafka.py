@@ -93,10 +93,13 @@ def test_delete_records_refused_on_internal_topics(broker) -> None:
         assert codes <= {ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
-def test_metadata_missing_topic_without_auto_creation(broker) -> None:
+def test_metadata_missing_topic_without_auto_creation(start_broker) -> None:
     """As Kafka's getTopicMetadata: a topic that is not going to be created is
     INVALID_TOPIC_EXCEPTION when its name is illegal, else UNKNOWN_TOPIC_OR_PARTITION,
-    and a missing internal topic is still reported as internal."""
+    and a missing internal topic is still reported as internal.  (A broker of
+    its own: on the shared one, another test's FindCoordinator may have made
+    __transaction_state already.)"""
+    broker = start_broker()
     with RawClient(broker.bootstrap) as c:
         for version in (4, 9, 12):
             r = metadata(c, "bad!", "x" * 250, "no-such-topic", "__transaction_state",
