@@ -20,9 +20,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
+    if args.nodes != 1 or args.zookeeper_config is not None:
+        # A cluster on this host: the supervisor runs ZooKeeper and the nodes.
+        from pylog.cluster.supervisor import run_cluster
+
+        return run_cluster(args.config, args.override or [], args.nodes,
+                           args.zookeeper_config)
     from pylog.server.main import run
 
-    return run(args.config, args.override or [], args.nodes, args.zookeeper_config)
+    return run(args.config, args.override or [])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from pylog.orphans import die_with_parent
 from pylog.properties import PropertiesError, read_properties
-from pylog.server.config import BrokerConfig, ConfigError, Endpoint
-from pylog.server.metrics import parse_listener
+from pylog.server.config import BrokerConfig, ConfigError, Endpoint, parse_listener
 from pylog.zk.server import ZooKeeperServer, ZooKeeperServerError, check_installed
 
 MAX_PORT = 65535

@@ -15,13 +15,37 @@ the log always keeps a segment to append to.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from pylog.log.log import Log
+    from pylog.log.config import LogConfig
     from pylog.log.segment import LogSegment
 
 Predicate = Callable[["LogSegment", "LogSegment | None"], bool]
+
+
+class Log(Protocol):
+    """What retention reads and calls of a partition log (pylog.log.log.Log,
+    not imported: that module calls this one)."""
+
+    config: LogConfig
+    log_start_offset: int
+
+    @property
+    def segments(self) -> list[LogSegment]: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def delete_segments(self, doomed: list[LogSegment], now_ms: int) -> None: ...
+
+    def delete_pending(self, now_ms: int) -> object: ...
 
 
 def deletable_segments(log: Log, predicate: Predicate) -> list[LogSegment]:

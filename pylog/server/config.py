@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pylog.log.config import (
     CACHE_DROP_BEHIND_BYTES,
@@ -160,12 +161,18 @@ def _dirs(key: str, raw: str) -> tuple[str, ...]:
     return dirs
 
 
+def parse_listener(url: str) -> tuple[str, int, str]:
+    """``http://host:port/path`` -> (host, port, path); ValueError when malformed."""
+    parts = urlsplit(url.strip())
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise ValueError(f"expected http://host:port/path, got {url!r}")
+    return parts.hostname, parts.port, parts.path or "/metrics"
+
+
 def _metrics_url(key: str, raw: str) -> str:
     """metrics.listener: empty (off) or http://host:port/path (pylog.server.metrics)."""
     value = raw.strip()
     if value:
-        from pylog.server.metrics import parse_listener
-
         try:
             parse_listener(value)
         except ValueError as exc:

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from pylog.server.config import BrokerConfig
     from pylog.server.fetch_sessions import FetchSessionCache
     from pylog.server.metadata_cache import MetadataCache
-    from pylog.server.metrics import BrokerMetrics
     from pylog.server.producer_state import ProducerIds
     from pylog.server.replica_manager import ReplicaManager
     from pylog.server.topic_admin import TopicAdmin
@@ -57,7 +56,9 @@ class NodeServices:
     # Saves dynamic broker config layers (default, this node's; None:
     # unchanged): the node's file, or a cluster's ZooKeeper.
     save_dynamic: Callable[[Any, Any], Awaitable[None]]
-    metrics: BrokerMetrics | None = None
+    # Prometheus counters (pylog.server.metrics.BrokerMetrics; not imported
+    # here: it reads these services), None when metrics.listener is off.
+    metrics: Any = None
     # This node's membership of a ZooKeeper-mode cluster; None for the
     # embedded single node.
     cluster: ZkNode | None = None

@@ -235,18 +235,6 @@ def save(config: BrokerConfig, default: Mapping[str, str] | None,
           config.dynamic_broker if mine is None else mine)
 
 
-def adopt_layers(config: BrokerConfig, default: Mapping[str, str],
-                 mine: Mapping[str, str]) -> bool:
-    """Put dynamic layers read from a cluster's ZooKeeper into ``config`` (at
-    start, and when a change notice says they changed); values that do not
-    pass are left out with an error in the log, as Kafka skips them.  True
-    when taken."""
-    try:
-        config.adopt(config.with_dynamic(default, mine))
-        return True
-    except ConfigError as exc:
-        log.error("ignoring the dynamic broker configs in ZooKeeper: %s", exc)
-        return False
 
 
 def push_defaults(config: BrokerConfig, logs: LogManager, topics: TopicRegistry,

@@ -120,15 +120,11 @@ async def serve(config: BrokerConfig) -> None:
     print(f"pylog broker: node {broker.node_id} stopped", flush=True)
 
 
-def run(config_path: str | None, overrides: Sequence[str], nodes: int = 1,
-        zookeeper_config: str | None = None) -> int:
+def run(config_path: str | None, overrides: Sequence[str]) -> int:
+    """One node, until SIGTERM/SIGINT (``pylog broker``; a cluster on this
+    host is pylog.cluster's supervisor, which runs this in each node)."""
     logging.basicConfig(level=os.environ.get("PYLOG_LOG_LEVEL", "WARNING").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if nodes != 1 or zookeeper_config is not None:
-        # A cluster on this host: the supervisor runs the node processes.
-        from pylog.cluster.supervisor import run_cluster
-
-        return run_cluster(config_path, overrides, nodes, zookeeper_config)
     try:
         config = BrokerConfig.load(config_path, overrides)
         loop_factory = event_loop_factory()

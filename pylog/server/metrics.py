@@ -41,9 +41,9 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from pylog.protocol import ApiKey
+from pylog.server.config import parse_listener
 
 if TYPE_CHECKING:
     from pylog.net.listener import Listener
@@ -69,14 +69,6 @@ _CLEANER_HELP = {
                                             "for work",
     "logcleanermanager_uncleanablepartitionscount": "Partitions the cleaner gave up on",
 }
-
-
-def parse_listener(url: str) -> tuple[str, int, str]:
-    """``http://host:port/path`` -> (host, port, path); ValueError when malformed."""
-    parts = urlsplit(url.strip())
-    if parts.scheme != "http" or not parts.hostname or parts.port is None:
-        raise ValueError(f"expected http://host:port/path, got {url!r}")
-    return parts.hostname, parts.port, parts.path or "/metrics"
 
 
 def _request_name(key: int) -> str:

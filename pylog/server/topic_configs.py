@@ -20,14 +20,11 @@ STATIC_BROKER_CONFIG), else DEFAULT_CONFIG.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pylog.log.config import LONG_MAX, LogConfig
-
-if TYPE_CHECKING:
-    from pylog.server.config import BrokerConfig
 
 INT_MAX = 2**31 - 1
 
@@ -300,7 +297,16 @@ def _in_topic_unit(raw: str, factor: int) -> str:
     return str(value if value < 0 else value * factor)
 
 
-def _effective(d: TopicConfigDef, explicit: Mapping[str, str], broker: BrokerConfig) -> str:
+class BrokerLayers(Protocol):
+    """What a topic's config description reads of the broker's
+    (pylog.server.config.BrokerConfig, not imported: it imports this module)."""
+
+    def merged(self) -> Mapping[str, str]: ...
+
+    def layers(self) -> Iterable[tuple[int, Mapping[str, str]]]: ...
+
+
+def _effective(d: TopicConfigDef, explicit: Mapping[str, str], broker: BrokerLayers) -> str:
     """The value the topic runs with, in the topic config's own unit."""
     if d.name in explicit:
         return explicit[d.name]
@@ -312,7 +318,7 @@ def _effective(d: TopicConfigDef, explicit: Mapping[str, str], broker: BrokerCon
 
 
 def _synonym_chain(d: TopicConfigDef, explicit: Mapping[str, str],
-                   broker: BrokerConfig) -> list[dict[str, object]]:
+                   broker: BrokerLayers) -> list[dict[str, object]]:
     """Kafka's synonym list (ConfigHelper.configSynonyms), highest precedence
     first: the topic's override, the broker keys set dynamically for this
     broker, as cluster-wide defaults, in server.properties, then the broker
@@ -333,7 +339,7 @@ def _synonym_chain(d: TopicConfigDef, explicit: Mapping[str, str],
     return chain
 
 
-def describe(explicit: Mapping[str, str], broker: BrokerConfig, keys: object = None,
+def describe(explicit: Mapping[str, str], broker: BrokerLayers, keys: object = None,
              synonyms: bool = False, documentation: bool = False) -> list[dict[str, object]]:
     """DescribeConfigs entries of one topic, each with its source."""
     wanted = set(keys) if keys is not None else None  # type: ignore[arg-type]

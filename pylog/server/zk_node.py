@@ -27,14 +27,14 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from pylog.controller.controller import Controller
 from pylog.net.client import BrokerClient, BrokerUnavailable
 from pylog.protocol import ApiKey, ErrorCode
-from pylog.server.dynamic_configs import adopt_layers
+from pylog.server.config import ConfigError
 from pylog.server.metadata_cache import BrokerInfo as CachedBroker
 from pylog.server.metadata_cache import ClusterMetadataCache, PartitionInfo
 from pylog.server.topics import write_partition_metadata
@@ -58,6 +58,20 @@ LeadershipListener = Callable[[str, int, bool, "int | None"], None]
 
 class ClusterMembershipError(Exception):
     """The node cannot join the cluster (wrong cluster id, id in use...)."""
+
+
+def adopt_layers(config: BrokerConfig, default: Mapping[str, str],
+                 mine: Mapping[str, str]) -> bool:
+    """Put dynamic layers read from a cluster's ZooKeeper into ``config`` (at
+    start, and when a change notice says they changed); values that do not
+    pass are left out with an error in the log, as Kafka skips them.  True
+    when taken."""
+    try:
+        config.adopt(config.with_dynamic(default, mine))
+        return True
+    except ConfigError as exc:
+        log.error("ignoring the dynamic broker configs in ZooKeeper: %s", exc)
+        return False
 
 
 def load_dynamic_configs(zk: KafkaZkClient, config: BrokerConfig) -> None:
