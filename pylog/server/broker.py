@@ -149,6 +149,7 @@ class Broker:
             self.replicas.fetchers = ReplicaFetchers(self.node_id, config, metadata,
                                                      self.logs.failures.fail)
             self.replicas.isr_writer = self.cluster.write_isr
+            self.replicas.known = lambda t, p: metadata.partition(t, p) is not None
             self.replicas.throttles = self.replicas.fetchers.throttles = ReplicationThrottles(
                 self.node_id, config, self.cluster.topic_configs)
             # The coordinators own the partitions of their internal topics this

@@ -29,7 +29,7 @@ from pylog.errors import CorruptBatchError
 from pylog.log import RecordBatchTooLargeError, RecordSetTooLargeError
 from pylog.log.errors import LogClosedError
 from pylog.net.connection import CloseConnection, Throttled
-from pylog.protocol import ApiKey, ErrorCode
+from pylog.protocol import ApiKey, ErrorCode, encode_response
 from pylog.server.producer_state import max_timestamp, producer_batch
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ _TRANSACTIONAL_FLAG = 0x10
 _CODEC_MASK = 0x07
 _ZSTD = 4
 
+# Produce v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader.
+FIRST_CURRENT_LEADER = 10
+_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 # A partition an acks=all request waits on: (partition, the offset the high
 # watermark must reach).
 Waiting = tuple["Partition", int]
@@ -240,8 +243,43 @@ def _respond(node: NodeServices, version: int, correlation_id: int, client_id: s
              responses: list, started: int, throttle: int) -> bytes | Throttled:
     if started:
         throttle = max(throttle, node.quotas.record_request(client_id, started))
-    response = encode_produce_response(version, correlation_id, responses, throttle)
+    if version >= FIRST_CURRENT_LEADER and any(
+            r[1] == _NOT_LEADER for _, rows in responses for r in rows):
+        response = _redirecting(node, version, correlation_id, responses, throttle)
+    else:
+        response = encode_produce_response(version, correlation_id, responses, throttle)
     return Throttled(response, throttle) if throttle else response
+
+
+def _redirecting(node: NodeServices, version: int, correlation_id: int, responses: list,
+                 throttle: int) -> bytes:
+    """A v10+ answer with NOT_LEADER_OR_FOLLOWER (KIP-951): each such
+    partition's current leader and epoch, and those leaders' endpoints, so
+    the producer sends there without a Metadata round trip.  The rare case,
+    through the generic encoder (the native one leaves tagged fields out)."""
+    endpoints: dict[int, dict[str, Any]] = {}
+
+    def row(topic: str, r: tuple) -> dict[str, Any]:
+        out = {"index": r[0], "error_code": r[1], "base_offset": r[2],
+               "log_append_time_ms": r[3], "log_start_offset": r[4], "record_errors": [],
+               "error_message": r[5]}
+        if r[1] == _NOT_LEADER:
+            info = node.metadata.partition(topic, r[0])
+            if info is not None and info.leader >= 0:
+                out["current_leader"] = {"leader_id": info.leader,
+                                         "leader_epoch": info.leader_epoch}
+                broker = node.metadata.broker(info.leader)
+                if broker is not None:
+                    endpoints[broker.node_id] = {"node_id": broker.node_id,
+                                                 "host": broker.host, "port": broker.port,
+                                                 "rack": broker.rack}
+        return out
+
+    body = {"responses": [{"name": name, "partition_responses": [row(name, r) for r in rows]}
+                          for name, rows in responses],
+            "throttle_time_ms": throttle}
+    body["node_endpoints"] = list(endpoints.values())
+    return encode_response(ApiKey.PRODUCE, version, correlation_id, body)
 
 
 async def _replicated(node: NodeServices, version: int, correlation_id: int,

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 _UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 # (partition, the new ISR) -> written to ZooKeeper?
 IsrWriter = Callable[[Partition, list[int]], Awaitable[bool]]
 # (partition, producer id, producer epoch, commit, coordinator epoch)
@@ -66,6 +67,9 @@ class ReplicaManager:
         self.fetchers: ReplicaFetchers | None = None
         self.isr_writer: IsrWriter | None = None
         self.throttles: ReplicationThrottles | None = None  # reassignment throttles
+        # A cluster: whether the metadata knows a partition this node holds
+        # no replica of (NOT_LEADER_OR_FOLLOWER then, not UNKNOWN_...).
+        self.known: Callable[[str, int], bool] | None = None
         # Counted for the metrics (Kafka's IsrShrinksPerSec, IsrExpandsPerSec).
         self.isr_shrinks = 0
         self.isr_expands = 0
@@ -122,11 +126,18 @@ class ReplicaManager:
             self.get(*tp)
         return [p for p in self._partitions.values() if p.log is not None]
 
+    def _missing(self, topic: str, index: int) -> int:
+        """No replica here: Kafka's getPartitionOrError, NOT_LEADER_OR_FOLLOWER
+        for a partition the cluster's metadata knows (it lives elsewhere),
+        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        known = self.known
+        return _NOT_LEADER if known is not None and known(topic, index) else _UNKNOWN
+
     def leader_partition(self, topic: str, index: int) -> Partition | int:
         """A partition this node leads, else the error code (as :meth:`leader_log`)."""
         part = self._partitions.get((topic, index)) or self.get(topic, index)
         if part is None:
-            return _UNKNOWN
+            return self._missing(topic, index)
         if not part.is_leader:
             return part.not_leader_error()
         return part
@@ -137,7 +148,7 @@ class ReplicaManager:
         int: callers on the produce and fetch paths test ``type(x) is int``."""
         part = self._partitions.get((topic, index)) or self.get(topic, index)
         if part is None:
-            return _UNKNOWN
+            return self._missing(topic, index)
         if not part.is_leader:
             return part.not_leader_error()
         return part.log  # type: ignore[return-value]
