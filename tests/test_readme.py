@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from broker_process import BrokerProcess, free_port, wait_for
+from broker_process import BrokerProcess, free_port, free_ports, wait_for
 
 from pylog.cli import build_parser
 from pylog.log import meta_properties
@@ -58,7 +58,7 @@ def pylog_commands(line: str) -> list[list[str]]:
     """The pylog command lines in one shell line (its ``&&`` steps and any
     ``$(...)``), as argv after the program name."""
     out = []
-    for step in line.split("&&"):
+    for step in line.removesuffix("&").split("&&"):  # (a trailing &: in the background)
         inner = re.fullmatch(r'\w+="\$\((.*)\)"', step.strip())
         words = shlex.split(inner[1] if inner else step)
         if words and words[0] in ("pylog", ".venv/bin/pylog"):
@@ -82,6 +82,7 @@ def _blocks() -> list[list[str]]:
 
 
 def _block_with(command: str) -> list[str]:
+    """The one block with a line starting with ``command``."""
     (block,) = [b for b in _blocks() if any(line.startswith(command) for line in b)]
     return block
 
@@ -157,7 +158,7 @@ def test_tool_examples_run_against_a_broker(tmp_path: Path) -> None:
     """The tool block, line by line, against a real broker: the topic made,
     two lines produced and consumed (the consumer stops on SIGTERM as on
     Ctrl-C), the group described, the perf tests' million records."""
-    block = _block_with("pylog topics")
+    block = _block_with("pylog console-producer")
     assert block[0] in ACTIVATE
     broker = BrokerProcess(tmp_path / "data").start()
     try:
@@ -182,6 +183,41 @@ def test_tool_examples_run_against_a_broker(tmp_path: Path) -> None:
                 assert ", 1000000, " in out.stdout.splitlines()[-1], out.stdout
     finally:
         broker.stop()
+
+
+def test_cluster_example_runs(tmp_path: Path) -> None:
+    """The cluster block: three nodes under the supervisor (in the
+    background, on free ports and the test's dir), a topic of replication
+    factor 3 made and described through them, then SIGTERM stops it all."""
+    block = _block_with("pylog broker --nodes")
+    assert block[0] in ACTIVATE
+    port = free_ports(3)
+    start = block[1].removesuffix("&").strip().replace(
+        "/tmp/pylog-cluster", str(tmp_path / "cluster"))
+    start += f" --override listeners=PLAINTEXT://127.0.0.1:{port}"
+    cluster = subprocess.Popen(["bash", "-c", f"exec {start}"], cwd=tmp_path, env=_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    assert cluster.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(cluster.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("3 nodes ready" in line for line in lines), TIMEOUT_S,
+                 "the cluster's ready line")
+        for line in block[2:]:
+            line = line.replace(README_BOOTSTRAP, f"127.0.0.1:{port}")
+            out = _sh(line, tmp_path)
+            assert out.returncode == 0, f"{line}\n{out.stdout}{out.stderr}"
+            if " --describe" in line:
+                rows = [r for r in out.stdout.splitlines() if "\tPartition: " in r]
+                assert len(rows) == 3 and all("Replicas: " in r and "Isr: " in r
+                                              for r in rows), out.stdout
+                # Each partition's ISR holds its three replicas.
+                assert all(len(r.split("Isr: ")[1].split(",")) == 3 for r in rows), out.stdout
+    finally:
+        cluster.send_signal(signal.SIGTERM)
+        assert cluster.wait(TIMEOUT_S) == 0
+        reader.join(TIMEOUT_S)
 
 
 def _consume_until(line: str, cwd: Path, values: list[str]) -> None:
