@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from broker_process import free_ports, wait_for
@@ -20,6 +22,11 @@ from pylog.cluster import lines
 # starting on a shared 2-core machine; a stop that may wait for all of them.
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 90
+# A short ZooKeeper session for the nodes: a killed node's registration (and
+# with it its partitions' leadership) goes after this, and only then can its
+# restart register again (until then it exits, as Kafka's broker does).
+SESSION_TIMEOUT_MS = 6000
+SESSION_TIMEOUT = f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"
 
 
 def argv_of(pid: int) -> list[str] | None:
@@ -113,6 +120,22 @@ class ClusterProcess:
     def ready_prefix(self) -> str:
         return lines.CLUSTER_READY.format(nodes=self.nodes, zookeeper="")
 
+    def address(self, node_id: int) -> str:
+        """Where node ``node_id`` listens (``host:port``)."""
+        return f"127.0.0.1:{self.port + node_id}"
+
+    @property
+    def addresses(self) -> list[str]:
+        return [self.address(i) for i in range(self.nodes)]
+
+    @property
+    def bootstrap(self) -> str:
+        """bootstrap.servers naming every node."""
+        return ",".join(self.addresses)
+
+    def log_dir(self, node_id: int) -> Path:
+        return self.data_dir / f"node-{node_id}"
+
     @property
     def zookeeper_address(self) -> str:
         (line,) = [x for x in self.out if x.startswith(self.ready_prefix())]
@@ -152,6 +175,24 @@ class ClusterProcess:
     def signal(self, sig: int) -> None:
         assert self.proc is not None
         self.proc.send_signal(sig)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The supervisor stopped (SIGSTOP) meanwhile: a child that dies is
+        restarted only after, when it notices (SIGCONT), so a test sees the
+        cluster without it first."""
+        self.signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.signal(signal.SIGCONT)
+
+    def wait_restarted(self, node_id: int, pid: int) -> None:
+        """The supervisor saw node ``node_id`` (pid ``pid``) killed by SIGKILL
+        and got it running (and ready) again."""
+        self.wait_line(self.err, lines.NODE_DIED.format(node_id=node_id, pid=pid,
+                                                        how="was killed by SIGKILL", delay=1))
+        self.wait_line(self.err, f"pylog cluster: node {node_id} restarted (pid ")
 
     def wait_exit(self, timeout: float = STOP_TIMEOUT_S) -> int:
         assert self.proc is not None

@@ -3,9 +3,10 @@ them only together with their readers.
 
 On stdout, once each: a node's line as soon as that node printed its own
 ready line (in the order the nodes get ready), then the cluster's line once
-every node has; ``STOPPING`` and ``STOPPED`` around a stop.  The nodes' own
+every node has and is in the cluster (its Metadata lists every node and a
+controller: pylog.cluster.probe); ``STOPPING`` and ``STOPPED`` around a stop.  The nodes' own
 stdout lines (``pylog broker: node 0 ...``) are passed on there as well.  On
-stderr: restarts, give-ups and kills.
+stderr: restarts (of nodes and of ZooKeeper), give-ups and kills.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ NODE_DIED = "pylog cluster: node {node_id} (pid {pid}) {how}; restarting it in {
 NODE_RESTARTED = "pylog cluster: node {node_id} restarted (pid {pid}), listening on {address}"
 NODE_FAILED = "pylog cluster: node {node_id} (pid {pid}) {why} ({how}); stopping the cluster"
 NODE_KILLED = "pylog cluster: node {node_id} (pid {pid}) killed: {why}"
-ZOOKEEPER_DIED = "pylog cluster: ZooKeeper (pid {pid}) {how}; stopping the cluster"
+ZOOKEEPER_DIED = "pylog cluster: ZooKeeper (pid {pid}) {how}; restarting it in {delay:g} s"
+ZOOKEEPER_RESTARTED = "pylog cluster: ZooKeeper restarted (pid {pid}), serving on {address}"
+ZOOKEEPER_NOT_RESTARTED = ("pylog cluster: ZooKeeper could not be restarted: {error}; "
+                           "trying again in {delay:g} s")
 ZOOKEEPER_FAILED = "pylog cluster: {error}"
 
 # NODE_FAILED's reasons

@@ -1,14 +1,20 @@
 """The supervisor of a one-host cluster (``pylog broker --nodes N``).
 
 ZooKeeper first (unless ``zookeeper.connect`` names one), then the N nodes
-at once.  A node that dies is restarted after a back-off
-(:mod:`pylog.cluster.backoff`); one that never got ready, or refused its
-config (exit status 2), stops the cluster instead, since a restart would
-fail the same way forever.  SIGTERM, SIGINT or SIGHUP stop the nodes (SIGTERM:
-their controlled shutdown; SIGKILL after ``stop_timeout_s``), then ZooKeeper,
-and the supervisor exits 0; a second signal kills the nodes at once.
-Every child gets SIGTERM from the kernel if the supervisor dies, even by
-SIGKILL (:mod:`pylog.orphans`), so nothing is left behind.
+at once; the cluster is announced once every node is in it (its Metadata
+lists every node and a controller: :mod:`pylog.cluster.probe`).  A node
+that dies is restarted after a back-off (:mod:`pylog.cluster.backoff`); one
+that never got ready, or refused its config (exit status 2), stops the
+cluster instead, since a restart would fail the same way forever.  The
+supervisor's own ZooKeeper is restarted too when it dies, on the same port
+and dataDir with the same back-off: the nodes go on serving the partitions
+they lead meanwhile and resume their sessions once it is back, as Kafka's
+brokers ride out a ZooKeeper outage.  SIGTERM, SIGINT or SIGHUP stop the
+nodes (SIGTERM: their controlled shutdown; SIGKILL after
+``stop_timeout_s``), then ZooKeeper, and the supervisor exits 0; a second
+signal kills the nodes at once.  Every child gets SIGTERM from the kernel if
+the supervisor dies, even by SIGKILL (:mod:`pylog.orphans`), so nothing is
+left behind.
 
 One thread: a selector waits on the nodes' stdout pipes and on a socket the
 signal handlers wake (SIGCHLD too: a child's death is noticed at once).
@@ -29,6 +35,7 @@ from pylog.cluster import lines
 from pylog.cluster.backoff import RestartBackoff
 from pylog.cluster.node_process import NodeProcess
 from pylog.cluster.plan import ClusterConfigError, ClusterPlan, NodePlan, plan_cluster
+from pylog.cluster.probe import has_joined
 from pylog.zk.server import ZooKeeperServerError
 
 # A node's controlled shutdown moves its leaders away through the controller
@@ -38,6 +45,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # The loop wakes at least this often even with nothing to do (a safety net:
 # SIGCHLD and the pipes wake it for everything that happens).
 IDLE_WAKE_S = 1.0
+# How often the nodes are asked whether they joined, until the cluster is announced.
+JOIN_POLL_S = 0.2
 
 
 @dataclass(slots=True)
@@ -48,6 +57,7 @@ class _Slot:
     proc: NodeProcess | None = None
     restart_at: float | None = None
     announced: bool = False  # its NODE_READY line is out (first run ready)
+    joined: bool = False  # its Metadata lists every node and a controller (probe)
     backoff: RestartBackoff = field(default_factory=RestartBackoff)
 
 
@@ -64,7 +74,12 @@ class Supervisor:
         self._signals: list[int] = []
         self._stop_deadline: float | None = None
         self._cluster_announced = False
-        self._zookeeper_died = False
+        # The supervisor's ZooKeeper: when it is due to be started again
+        # (it died), and whether a restarted one is not serving yet.
+        self._zk_restart_at: float | None = None
+        self._zk_started_at = time.monotonic()
+        self._zk_starting = False
+        self._zk_backoff = RestartBackoff()
 
     # -- output -------------------------------------------------------------
 
@@ -135,8 +150,10 @@ class Supervisor:
             self._handle_signals()
             self._reap()
             self._check_zookeeper()
+            self._check_joined()
             if self._stop_deadline is None:
                 self._restart_due()
+                self._restart_zookeeper_due()
             elif all(slot.proc is None for slot in self.slots):
                 return
             elif time.monotonic() >= self._stop_deadline:
@@ -145,6 +162,10 @@ class Supervisor:
     def _wait_s(self) -> float:
         now = time.monotonic()
         due = [s.restart_at for s in self.slots if s.restart_at is not None]
+        if self._zk_restart_at is not None:
+            due.append(self._zk_restart_at)
+        if self._joining():
+            due.append(now + JOIN_POLL_S)
         if self._stop_deadline is not None:
             due.append(self._stop_deadline)
         return max(0.0, min([now + IDLE_WAKE_S, *due]) - now)
@@ -192,7 +213,22 @@ class Supervisor:
         slot.announced = True
         self._say(lines.NODE_READY.format(node_id=node_id, address=proc.address,
                                           log_dir=proc.log_dir), self.out)
-        if not self._cluster_announced and all(s.announced for s in self.slots):
+
+    def _joining(self) -> bool:
+        """Every node got ready, and the cluster is not announced yet."""
+        return (not self._cluster_announced and self._stop_deadline is None
+                and all(s.announced for s in self.slots))
+
+    def _check_joined(self) -> None:
+        """Announce the cluster once every node is in it (pylog.cluster.probe)."""
+        if not self._joining():
+            return
+        ids = [s.plan.node_id for s in self.slots]
+        for slot in self.slots:
+            proc = slot.proc
+            if not slot.joined and proc is not None and proc.address is not None:
+                slot.joined = has_joined(proc.address, ids)
+        if all(s.joined for s in self.slots):
             self._cluster_announced = True
             self._say(lines.CLUSTER_READY.format(nodes=len(self.slots),
                                                  zookeeper=self.plan.zookeeper_connect),
@@ -232,19 +268,47 @@ class Supervisor:
             if slot.restart_at is not None and slot.restart_at <= now:
                 self._spawn(slot)
 
+    # -- ZooKeeper ----------------------------------------------------------
+
     def _check_zookeeper(self) -> None:
+        """A restarted ZooKeeper that serves again is announced; one that
+        died (first run or restart) gets a restart after the back-off."""
         zookeeper = self.plan.zookeeper
-        if zookeeper is None or self._zookeeper_died or zookeeper.proc is None:
+        if (zookeeper is None or zookeeper.proc is None or self._zk_restart_at is not None
+                or self._stop_deadline is not None):
             return
         returncode = zookeeper.proc.poll()
         if returncode is None:
+            if self._zk_starting and zookeeper.serving():
+                self._zk_starting = False
+                self._say(lines.ZOOKEEPER_RESTARTED.format(pid=zookeeper.proc.pid,
+                                                           address=zookeeper.address), self.err)
             return
-        # The cluster's metadata store is gone: the nodes cannot go on.
-        self._zookeeper_died = True
-        self._say(lines.ZOOKEEPER_DIED.format(pid=zookeeper.proc.pid,
+        # The nodes keep serving what they lead without it and resume their
+        # sessions once it is back (same port, same dataDir: same sessions).
+        self._zk_starting = False
+        delay = self._zk_backoff.next_delay(time.monotonic() - self._zk_started_at)
+        self._zk_restart_at = time.monotonic() + delay
+        self._say(lines.ZOOKEEPER_DIED.format(pid=zookeeper.proc.pid, delay=delay,
                                               how=lines.describe_exit(returncode)), self.err)
-        self.status = 1
-        self._begin_stop()
+
+    def _restart_zookeeper_due(self) -> None:
+        zookeeper = self.plan.zookeeper
+        if zookeeper is None or self._zk_restart_at is None:
+            return
+        now = time.monotonic()
+        if self._zk_restart_at > now:
+            return
+        self._zk_restart_at = None
+        self._zk_started_at = now
+        try:
+            zookeeper.launch()
+        except ZooKeeperServerError as exc:  # its port taken meanwhile, ...: later again
+            delay = self._zk_backoff.next_delay(0.0)
+            self._zk_restart_at = now + delay
+            self._say(lines.ZOOKEEPER_NOT_RESTARTED.format(error=exc, delay=delay), self.err)
+            return
+        self._zk_starting = True
 
     # -- stopping -----------------------------------------------------------
 
@@ -263,6 +327,7 @@ class Supervisor:
             return
         self._say(lines.STOPPING, self.out)
         self._stop_deadline = time.monotonic() + self.stop_timeout_s
+        self._zk_restart_at = None
         for slot in self.slots:
             slot.restart_at = None
             if slot.proc is not None:

@@ -32,7 +32,7 @@ from pylog.zk.errors import (
     NoNodeError,
     ZkError,
 )
-from pylog.zk.ops import Op
+from pylog.zk.ops import Op, log
 from pylog.zk.topics import TopicOps
 from pylog.zk.znodes import (
     LONG_MAX,
@@ -197,15 +197,26 @@ class KafkaZkClient(TopicOps, ConfigOps):
         return sorted(int(n) for n in names)
 
     def get_all_brokers(self) -> list[BrokerInfo]:
-        """Every registered broker, by id, each with its epoch."""
-        ids = self.get_broker_ids()
+        """Every registered broker, by id, each with its epoch.  A child of
+        /brokers/ids that is not a broker id, or whose registration does not
+        decode, is left out and logged (the controller's view of the live
+        brokers must not hang on one znode written by hand)."""
+        names = self.get_children(BrokerIdsZNode.path())
+        for bad in (n for n in names if not n.isdigit()):
+            log.error("ignoring /brokers/ids/%s: not a broker id", bad)
+        ids = sorted(int(n) for n in names if n.isdigit())
         out = []
         for broker_id, got in zip(ids, self.get_data_many([BrokerIdZNode.path(i) for i in ids]),
                                   strict=True):
-            if got is not None:  # gone since the listing
+            if got is None:  # gone since the listing
+                continue
+            try:
                 info = BrokerIdZNode.decode(broker_id, got[0])
-                info.epoch = got[1].czxid
-                out.append(info)
+            except BadZnodeError as exc:
+                log.error("ignoring broker %d: %s", broker_id, exc)
+                continue
+            info.epoch = got[1].czxid
+            out.append(info)
         return out
 
     def watch_broker_ids(self, callback: Callable[[set[int]], None]) -> Watch:

@@ -159,6 +159,27 @@ class ZooKeeperServer:
         """Start the server and wait until it answers ``srvr`` on its port."""
         if self.running:
             return self
+        self.launch()
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise self._exited_while_starting()
+            if self.serving():
+                return self
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ZooKeeperServerError(f"ZooKeeper did not answer on {self.address} within "
+                                           f"{timeout:g} s{self._log_tail()}")
+            time.sleep(0.1)
+
+    def launch(self) -> None:
+        """Start the server's process without waiting for it to serve (a
+        supervisor polls :meth:`serving` meanwhile); ZooKeeperServerError when
+        it cannot be started at all (not installed, the port taken)."""
+        if self.running:
+            return
+        self._close_log()  # a previous run's, when this is a restart
         command = self.command()
         with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as probe:
             # Another server already on the port would answer our readiness check.
@@ -174,22 +195,15 @@ class ZooKeeperServer:
         # A server in its own session outlives us unless stopped: at least a
         # normal exit (or an uncaught error) of this interpreter takes it down.
         atexit.register(self.kill)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                status = self.proc.returncode
-                self._close_log()
-                raise ZooKeeperServerError(f"ZooKeeper exited with status {status} while "
-                                           f"starting{self._log_tail()}")
-            if self._serving():
-                return self
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ZooKeeperServerError(f"ZooKeeper did not answer on {self.address} within "
-                                           f"{timeout:g} s{self._log_tail()}")
-            time.sleep(0.1)
 
-    def _serving(self) -> bool:
+    def _exited_while_starting(self) -> ZooKeeperServerError:
+        """The error for a server whose process ended before it served."""
+        assert self.proc is not None and self.proc.returncode is not None
+        self._close_log()
+        return ZooKeeperServerError(f"ZooKeeper exited with status {self.proc.returncode} "
+                                    f"while starting{self._log_tail()}")
+
+    def serving(self) -> bool:
         """Whether the server answers clients yet: it listens before it serves.
         (ZooKeeper always allows ``srvr``, whatever 4lw.commands.whitelist says:
         its own zkServer.sh status needs it.)"""

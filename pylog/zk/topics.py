@@ -1,6 +1,13 @@
 """Topics in ZooKeeper: assignments, partition states, deletion requests,
 reassignments, preferred leader elections and ISR change notices (the topic
-half of Kafka's KafkaZkClient)."""
+half of Kafka's KafkaZkClient).
+
+The controller's reads of many topics or partitions at once leave out a
+znode whose data does not decode, logging it (as a watch skips such data):
+one znode written by hand must not stop the controller's work on every other
+topic, nor a new controller's start.  A read of one topic raises
+BadZnodeError instead.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,14 @@ from kazoo.protocol.states import ZnodeStat
 
 from pylog.log.meta_properties import random_cluster_id
 from pylog.zk.connection import Watch
-from pylog.zk.errors import BadVersionError, NodeExistsError, NoNodeError, TopicExistsError
-from pylog.zk.ops import Cas, Op, ZkOps
+from pylog.zk.errors import (
+    BadVersionError,
+    BadZnodeError,
+    NodeExistsError,
+    NoNodeError,
+    TopicExistsError,
+)
+from pylog.zk.ops import Cas, Op, ZkOps, log
 from pylog.zk.znodes import (
     ConfigEntityZNode,
     DeleteTopicsZNode,
@@ -71,18 +84,31 @@ class TopicOps(ZkOps):
         return self.path_exists(TopicZNode.path(topic))
 
     def get_topic_assignment(self, topic: str) -> TopicAssignment | None:
-        return self.get_topic_assignments([topic]).get(topic)
+        """The topic's assignment; None if it is missing, BadZnodeError if malformed."""
+        return self._topic_assignments([topic], skip_malformed=False).get(topic)
 
     def get_topic_assignments(self, topics: Iterable[str] | None = None
                               ) -> dict[str, TopicAssignment]:
-        """The assignments of ``topics`` (default: all), missing ones left out."""
-        names = sorted(self.get_all_topics() if topics is None else set(topics))
+        """The assignments of ``topics`` (default: all), missing and malformed
+        ones left out (the latter logged)."""
+        names = self.get_all_topics() if topics is None else set(topics)
+        return self._topic_assignments(sorted(names), skip_malformed=True)
+
+    def _topic_assignments(self, names: list[str], skip_malformed: bool
+                           ) -> dict[str, TopicAssignment]:
         out = {}
         for topic, got in zip(names, self.get_data_many([TopicZNode.path(t) for t in names]),
                               strict=True):
-            if got is not None:
+            if got is None:
+                continue
+            try:
                 out[topic] = TopicZNode.decode(topic, got[0])
-                out[topic].zk_version = got[1].version
+            except BadZnodeError as exc:
+                if not skip_malformed:
+                    raise
+                log.error("ignoring topic %s: %s", topic, exc)
+                continue
+            out[topic].zk_version = got[1].version
         return out
 
     def get_all_topics(self) -> set[str]:
@@ -138,15 +164,25 @@ class TopicOps(ZkOps):
         return 0
 
     def get_partition_state(self, topic: str, partition: int) -> LeaderIsrState | None:
+        """The partition's state; None if missing or malformed (logged): the
+        controller reads it again after a failed compare-and-set."""
         return self.get_partition_states([(topic, partition)]).get((topic, partition))
 
     def get_partition_states(self, partitions: Iterable[TopicPartition]
                              ) -> dict[TopicPartition, LeaderIsrState]:
-        """States (with their zk_version) of ``partitions``; missing ones left out."""
+        """States (with their zk_version) of ``partitions``; missing and
+        malformed ones left out (the latter logged)."""
         tps = list(partitions)
         got = self.get_data_many([TopicPartitionStateZNode.path(t, p) for t, p in tps])
-        return {(t, p): TopicPartitionStateZNode.decode(t, p, g[0], g[1].version)
-                for (t, p), g in zip(tps, got, strict=True) if g is not None}
+        out = {}
+        for (t, p), g in zip(tps, got, strict=True):
+            if g is None:
+                continue
+            try:
+                out[(t, p)] = TopicPartitionStateZNode.decode(t, p, g[0], g[1].version)
+            except BadZnodeError as exc:
+                log.error("ignoring the state of %s-%d: %s", t, p, exc)
+        return out
 
     def update_partition_state(self, topic: str, partition: int, state: LeaderIsrState,
                                expected_version: int | None = None,

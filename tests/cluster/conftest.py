@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster_process import ClusterProcess
+from cluster_process import SESSION_TIMEOUT, ClusterProcess
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def start_cluster(zookeeper_installed: None, tmp_path: Path
 def three_nodes(zookeeper_installed: None, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[ClusterProcess]:
     """One 3-node cluster shared by a module's tests that leave it running."""
-    cluster = ClusterProcess(tmp_path_factory.mktemp("cluster") / "data", 3)
+    cluster = ClusterProcess(tmp_path_factory.mktemp("cluster") / "data", 3, SESSION_TIMEOUT)
     try:
         yield cluster.start()
     finally:

@@ -1,6 +1,6 @@
 """A cluster's start and end: a clean stop on SIGTERM/SIGINT, no orphans
-when the supervisor is killed, an external ZooKeeper, free ports, and nodes
-that cannot start."""
+when the supervisor is killed, an external ZooKeeper, free ports, nodes
+that cannot start, and its ZooKeeper restarted when it dies."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 import pytest
 from broker_process import free_ports, wait_for
-from cluster_process import ClusterProcess, alive, override_of, processes_with
+from cluster_clients import consume, ends_of, produce
+from cluster_process import SESSION_TIMEOUT, ClusterProcess, alive, override_of, processes_with
+from cluster_wire import create_topic, create_topic_when_served, settled_leaders, zk_broker_ids
 from kafka_wire import RawClient
 from zk_process import chroot_for
 
@@ -141,18 +143,80 @@ def test_a_second_stop_signal_kills_a_node_that_does_not_stop(
     assert processes_with(str(cluster.data_dir)) == []
 
 
-def test_zookeeper_dying_stops_the_cluster(start_cluster: StartCluster) -> None:
-    """The cluster's metadata store is gone: the nodes are stopped, status 1."""
-    cluster = start_cluster(2)
+def test_zookeeper_dying_is_restarted(start_cluster: StartCluster) -> None:
+    """The supervisor's ZooKeeper killed: the nodes go on serving what they
+    lead; the supervisor starts it again (same port, same dataDir) after the
+    back-off, and the nodes, not restarted, are a working cluster again."""
+    cluster = start_cluster(2, SESSION_TIMEOUT)
+    nodes = cluster.node_pids()
     (zookeeper,) = cluster.zookeeper_pids()
-    os.kill(zookeeper, signal.SIGKILL)
-    assert cluster.wait_exit() == 1
-    # (the nodes' own log lines, their ZooKeeper session breaking, aside)
-    assert _supervisor_lines(cluster.err) == [
-        lines.ZOOKEEPER_DIED.format(pid=zookeeper, how="was killed by SIGKILL")]
-    assert sorted(cluster.out[cluster.out.index(lines.STOPPING) + 1:]) == [
-        "pylog broker: node 0 stopped", "pylog broker: node 1 stopped", lines.STOPPED]
+    assert create_topic(cluster.address(0), "kept", 4).error_code == 0
+    led = settled_leaders(cluster.addresses, "kept", 4)
+    before = produce("confluent-kafka", cluster.bootstrap, "kept", range(4), 5, "before")
+    with cluster.held():  # ZooKeeper stays down until the supervisor goes on
+        os.kill(zookeeper, signal.SIGKILL)
+        wait_for(lambda: not alive(zookeeper), ORPHAN_TIMEOUT_S, "ZooKeeper to die")
+        during = produce("kafka-python", cluster.bootstrap, "kept", range(4), 5, "during")
+        both = {p: before[p] + during[p] for p in range(4)}
+        assert consume("aiokafka", cluster.bootstrap, "kept", ends_of(both)) == both
+    died = lines.ZOOKEEPER_DIED.format(pid=zookeeper, how="was killed by SIGKILL", delay=1)
+    cluster.wait_line(cluster.err, died)
+    prefix = "pylog cluster: ZooKeeper restarted (pid "
+    (restarted,) = cluster.wait_line(cluster.err, prefix)
+    new_pid = int(restarted[len(prefix):].partition(")")[0])
+    assert restarted == lines.ZOOKEEPER_RESTARTED.format(pid=new_pid,
+                                                         address=cluster.zookeeper_address)
+    assert cluster.zookeeper_pids() == [new_pid] != [zookeeper]
+    assert cluster.node_pids() == nodes
+
+    row = create_topic_when_served(cluster.address(1), "after", 4)
+    assert row.error_code == 0, row
+    assert set(settled_leaders(cluster.addresses, "after", 4).values()) == {0, 1}
+    acked = produce("confluent-kafka", cluster.bootstrap, "after", range(4), 5, "after")
+    assert consume("kafka-python", cluster.bootstrap, "after", ends_of(acked)) == acked
+    assert settled_leaders(cluster.addresses, "kept", 4) == led
+    assert zk_broker_ids(cluster.zookeeper_address) == [0, 1]
+    assert cluster.node_pids() == nodes
+    # (the nodes' own log lines, their ZooKeeper connection breaking, aside)
+    assert _supervisor_lines(cluster.err) == [died, restarted]
+    assert cluster.stop() == 0
     assert processes_with(str(cluster.data_dir)) == []
+
+
+def test_zookeeper_restart_waits_for_its_port(start_cluster: StartCluster) -> None:
+    """ZooKeeper can only come back where the nodes look for it: while
+    another process holds its port, the supervisor says so and tries again
+    after the back-off."""
+    cluster = start_cluster(2, SESSION_TIMEOUT)
+    (zookeeper,) = cluster.zookeeper_pids()
+    port = int(cluster.zookeeper_address.rpartition(":")[2])
+    with socket.socket() as squatter:
+        with cluster.held():
+            os.kill(zookeeper, signal.SIGKILL)
+            wait_for(lambda: not alive(zookeeper), ORPHAN_TIMEOUT_S, "ZooKeeper to die")
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # (once the dead server's connections are closed)
+            wait_for(lambda: _bound(squatter, port), ORPHAN_TIMEOUT_S, f"port {port} to be free")
+            squatter.listen()
+        refused = lines.ZOOKEEPER_NOT_RESTARTED.format(
+            error=f"port {port} is in use on 127.0.0.1: another server is listening there",
+            delay=2)
+        cluster.wait_line(cluster.err, refused)
+    (restarted,) = cluster.wait_line(cluster.err, "pylog cluster: ZooKeeper restarted (pid ")
+    assert _supervisor_lines(cluster.err) == [
+        lines.ZOOKEEPER_DIED.format(pid=zookeeper, how="was killed by SIGKILL", delay=1),
+        refused, restarted]
+    assert create_topic_when_served(cluster.address(0), "after", 2).error_code == 0
+    settled_leaders(cluster.addresses, "after", 2)
+    assert cluster.stop() == 0
+
+
+def _bound(sock: socket.socket, port: int) -> bool:
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
 
 
 def _supervisor_lines(err: list[str]) -> list[str]:

@@ -4,12 +4,14 @@ kill -9.  One cluster for the module: these tests leave it running."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+from collections.abc import Callable
 
 from cluster_process import ClusterProcess, override_of
+from cluster_wire import brokers, create_topic, metadata, zookeeper
 from kafka_wire import RawClient
-from kazoo.client import KazooClient
 
 from pylog.cluster import lines
 from pylog.log import meta_properties
@@ -60,18 +62,34 @@ def test_node_processes_have_their_ids_ports_and_log_dirs(three_nodes: ClusterPr
 
 
 def test_nodes_are_pointed_at_the_clusters_zookeeper(three_nodes: ClusterProcess) -> None:
-    """The ZooKeeper the ready line names serves, and every node was given it.
-    (Extend here once nodes register: ls /brokers/ids is [0, 1, 2].)"""
+    """The ZooKeeper the ready line names serves, every node was given it,
+    and every node registered there under its own id."""
     address = three_nodes.zookeeper_address
     for pid in three_nodes.node_pids().values():
         assert override_of(three_nodes.children()[pid], "zookeeper.connect") == address
-    client = KazooClient(hosts=address)
-    client.start(timeout=30)
-    try:
+    with zookeeper(address) as client:
         assert "zookeeper" in client.get_children("/")
-    finally:
-        client.stop()
-        client.close()
+        assert sorted(client.get_children("/brokers/ids"), key=int) == ["0", "1", "2"]
+        for i in range(NODES):
+            data, _ = client.get(f"/brokers/ids/{i}")
+            assert json.loads(data)["endpoints"] == [
+                f"PLAINTEXT://127.0.0.1:{three_nodes.port + i}"]
+
+
+def test_the_cluster_serves_once_announced(start_cluster: Callable[..., ClusterProcess]
+                                           ) -> None:
+    """Right after the cluster's ready line, with no wait: every node's
+    Metadata lists all the nodes and the controller, and a topic can be
+    created through any of them."""
+    cluster = start_cluster(NODES)
+    everyone = {i: ("127.0.0.1", cluster.port + i) for i in range(NODES)}
+    views = [(metadata(a, []).controller_id, brokers(a)) for a in cluster.addresses]
+    assert len({controller for controller, _ in views}) == 1
+    assert views[0][0] in everyone
+    assert [nodes for _, nodes in views] == [everyone] * NODES
+    for i, address in enumerate(cluster.addresses):
+        row = create_topic(address, f"at-once-{i}", 3)
+        assert row.error_code == 0, row
 
 
 def test_a_killed_node_is_restarted(three_nodes: ClusterProcess) -> None:

@@ -110,6 +110,33 @@ def test_malformed_znode_is_bad_znode_error_naming_it(zk: KafkaZkClient, raw: Ka
         zk.allocate_producer_id_block(1)
 
 
+def test_the_controllers_bulk_reads_leave_malformed_znodes_out(
+        zk: KafkaZkClient, raw: KazooClient, caplog: pytest.LogCaptureFixture) -> None:
+    """One znode written by hand must not stop the controller's reads of all
+    topics, partition states or brokers: it is left out and logged.  A read
+    of that one topic still says what is wrong with it."""
+    zk.register_broker(broker(1))
+    raw.create("/brokers/ids/5", b"{not json", ephemeral=True)
+    raw.create("/brokers/ids/oops", b"{}")
+    zk.create_topic("good", {0: [1], 1: [1]})
+    raw.create("/brokers/topics/bad", b"{not json")
+    for p in (0, 1):
+        zk.create_partition_state("good", p, LeaderIsrState(1, 0, [1], 1))
+    raw.set("/brokers/topics/good/partitions/1/state", b'{"version":1}')
+    with caplog.at_level("ERROR", logger="pylog.zk"):
+        assert [b.id for b in zk.get_all_brokers()] == [1]
+        assert sorted(zk.get_topic_assignments()) == ["good"]
+        assert list(zk.get_partition_states([("good", 0), ("good", 1)])) == [("good", 0)]
+        assert zk.get_partition_state("good", 1) is None
+    logged = caplog.text
+    for path in ("/brokers/ids/5", "/brokers/topics/bad",
+                 "/brokers/topics/good/partitions/1/state"):
+        assert f"Malformed data in znode {path}: " in logged
+    assert "ignoring /brokers/ids/oops: not a broker id" in logged
+    with pytest.raises(BadZnodeError, match="/brokers/topics/bad"):
+        zk.get_topic_assignment("bad")
+
+
 def test_create_topic(zk: KafkaZkClient, raw: KazooClient) -> None:
     created = zk.create_topic("t", {0: [1, 2], 1: [2, 1]}, {"retention.ms": "1000"})
     assert len(created.topic_id or "") == 22
