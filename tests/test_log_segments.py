@@ -330,3 +330,32 @@ def test_offset_for_timestamp_log_append_time_batch_straddling_the_log_start(tmp
     lg.delete_records_before(3)
     assert _lookup(lg, 0) is None
     lg.close()
+
+
+def test_index_blocks_grow_with_their_entries(tmp_path):
+    """An open segment's indexes are at full size (segment.index.bytes) but
+    hold disk only for the entries they have, and room ahead of them (see
+    pylog.log.index_file): an idle partition does not hold 20 MB."""
+    lg = open_log(tmp_path, segment_index_bytes=10 << 20, index_interval_bytes=4096)
+    index, time_index = (tmp_path / "topic-0" / f"{0:020d}{s}" for s in (".index", ".timeindex"))
+
+    def held(path) -> int:
+        return os.stat(path).st_blocks * 512
+
+    lg.append(batch(1_000, 100))
+    assert os.stat(index).st_size == 10 << 20
+    assert os.stat(time_index).st_size == (10 << 20) // 12 * 12
+    assert held(index) < 1 << 20 and held(time_index) < 1 << 20
+    for i in range(1, 20_000):  # ~20k index entries: 160 KB of offset index
+        lg.append(batch(1_000 + i, 4096))
+    seg = lg.segments[-1]
+    entries = seg.offset_index.entries
+    assert entries > 10_000
+    assert entries * 8 <= held(index) < 10 << 20
+    written = [seg.offset_index.entry(slot) for slot in range(entries)]
+    lg.close()
+    # What the indexer stored through the mapping is what the file holds.
+    data = index.read_bytes()
+    assert len(data) == entries * 8
+    assert [struct.unpack_from(">ii", data, 8 * slot) for slot in range(entries)] == [
+        (e.offset, e.position) for e in written]

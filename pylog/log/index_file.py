@@ -1,13 +1,16 @@
-"""A memory-mapped, preallocated index file (Kafka's ``AbstractIndex``).
+"""A memory-mapped index file (Kafka's ``AbstractIndex``).
 
 The file is created at its maximum size (``segment.index.bytes`` rounded down
-to whole entries) so appends never grow it, and it is mapped once.  Its
-blocks are allocated for real (``posix_fallocate``), not left sparse as
-Kafka's ``setLength`` leaves them: appends store entries through the mapping,
-and a store into a hole the filesystem cannot fill (a full disk, a full
-tmpfs) is a SIGBUS that kills the process with no log line.  Allocated up
-front, a full disk is an ENOSPC from the system call that makes or grows the
-file, which takes the documented path (KAFKA_STORAGE_ERROR, the dir offline).
+to whole entries) so appends never grow it, and it is mapped once.  As in
+Kafka the file is sparse; unlike Kafka, the blocks the next entries go to are
+allocated for real (``posix_fallocate``) before anything is stored there:
+appends store entries through the mapping, and a store into a hole the
+filesystem cannot fill (a full disk, a full tmpfs) is a SIGBUS that kills the
+process with no log line.  Allocated ahead (:meth:`IndexFile.reserve`, from
+64 KiB, doubling), a full disk is an ENOSPC from that system call, which
+takes the documented path (KAFKA_STORAGE_ERROR, the dir offline), while an
+index holds disk in proportion to its entries: a broker's thousands of idle
+partitions do not hold 20 MB each.
 The
 number of valid entries lives in memory: after a clean close the file is
 trimmed to exactly its entries, so on open "entries = file length / entry
@@ -24,6 +27,8 @@ import os
 from pathlib import Path
 
 _MADV_RANDOM: int | None = getattr(mmap, "MADV_RANDOM", None)
+# The first allocation of an index's blocks; each later one doubles them.
+RESERVE_MIN = 64 * 1024
 
 
 class CorruptIndexError(Exception):
@@ -42,14 +47,14 @@ class IndexFile:
         self._fd = os.open(self.path, (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY,
                            0o644)
         self._mm: mmap.mmap | None = None
+        # Bytes from the start known to have blocks (see reserve), and as
+        # whole entries (what the segment's append path compares).
+        self._allocated = 0
+        self.room = 0
         try:
             if newly_created and writable:
-                _allocate(self._fd, self._round(max_index_size))
+                os.ftruncate(self._fd, self._round(max_index_size))
             self._length = os.fstat(self._fd).st_size
-            if writable and not newly_created and self._length:
-                # A file a crash left at full size, made sparse by an older
-                # version: its holes are filled before anything maps them.
-                _allocate(self._fd, self._length)
             self._map()  # mmap takes a descriptor of its own: EMFILE here too
         except BaseException:
             os.close(self._fd)
@@ -89,6 +94,17 @@ class IndexFile:
     def size_in_bytes(self) -> int:
         return self.entries * self.entry_size
 
+    def reserve(self, entries: int) -> None:
+        """Blocks for the first ``entries`` entries (at most the file), before
+        they are stored; ENOSPC raises.  Cheap when they already are."""
+        need = min(entries * self.entry_size, self._length)
+        if need <= self._allocated:
+            return
+        end = min(self._length, max(need, 2 * self._allocated, RESERVE_MIN))
+        _allocate(self._fd, self._allocated, end - self._allocated)
+        self._allocated = end
+        self.room = end // self.entry_size
+
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 
@@ -100,11 +116,10 @@ class IndexFile:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if new_length > self._length:
-            _allocate(self._fd, new_length)
-        else:
-            os.ftruncate(self._fd, new_length)
+        os.ftruncate(self._fd, new_length)  # (sparse when it grows: see reserve)
         self._length = new_length
+        self._allocated = min(self._allocated, new_length)
+        self.room = self._allocated // self.entry_size
         self.entries = min(self.entries, self.max_entries)
         self._map()
 
@@ -161,15 +176,13 @@ class IndexFile:
         self.path = Path(new_path)
 
 
-def _allocate(fd: int, length: int) -> None:
-    """Make the file ``length`` bytes long with every block allocated (see
-    the module's docstring).  ENOSPC (and EDQUOT) raise.  A filesystem that
-    cannot allocate ahead (EOPNOTSUPP, EINVAL) gets the size alone, as
-    before: there is nothing better to do on it."""
+def _allocate(fd: int, offset: int, length: int) -> None:
+    """Allocate the blocks of ``length`` bytes at ``offset``, inside the file
+    (see the module's docstring).  ENOSPC (and EDQUOT) raise.  A filesystem
+    that cannot allocate ahead (EOPNOTSUPP, EINVAL) is left as it is: there
+    is nothing better to do on it."""
     try:
-        os.posix_fallocate(fd, 0, length)
+        os.posix_fallocate(fd, offset, length)
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
             raise
-        if os.fstat(fd).st_size < length:
-            os.ftruncate(fd, length)

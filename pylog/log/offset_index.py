@@ -48,6 +48,7 @@ class OffsetIndex(IndexFile):
         if self.entries and offset <= self.last_offset:
             raise InvalidOffsetError(f"attempt to append offset {offset} to {self.path.name} "
                                      f"whose last offset is {self.last_offset}")
+        self.reserve(self.entries + 1)
         _ENTRY.pack_into(self._mm, self.entries * 8, offset - self.base_offset, position)
         self.entries += 1
 

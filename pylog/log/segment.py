@@ -47,6 +47,7 @@ _index_append = _native.index_append
 _index_write = _native.index_write
 _ST_NEXT_OFFSET = _native.ST_NEXT_OFFSET
 _ST_OFFSET_ENTRIES = _native.ST_OFFSET_ENTRIES
+_MIN_BATCH = 61  # the smallest record batch: its header
 _ST_TIME_ENTRIES = _native.ST_TIME_ENTRIES
 
 
@@ -230,6 +231,13 @@ class LogSegment:
                     return False
         if position + n > self._reserved and self._can_reserve:
             self._reserve(position + n)
+        # At most one index entry per batch, and per index.interval.bytes:
+        # their blocks are allocated before the indexer stores them.
+        interval = cfg.index_interval_bytes
+        most = n // (interval if interval > _MIN_BATCH else _MIN_BATCH) + 2
+        if oi.entries + most > oi.room or ti.entries + most > ti.room:
+            oi.reserve(oi.entries + most)
+            ti.reserve(ti.entries + most)
         st = self._state
         if self._native_write:
             if _index_write(buf, self._fd, position, self.base_offset,
@@ -517,6 +525,10 @@ class LogSegment:
         st[_native.ST_TIME_LAST_OFFSET] = self.base_offset
         st[_native.ST_NEXT_OFFSET] = self.base_offset
         oi, ti = self.offset_index, self.time_index
+        interval = self.config.index_interval_bytes
+        most = valid // (interval if interval > _MIN_BATCH else _MIN_BATCH) + 2  # see try_append
+        oi.reserve(most)
+        ti.reserve(most + 1)  # and the entry maybe_append adds below
         end, _status = _native.index_batches(
             self._read_map(self._size), 0, valid, 0, self.base_offset,
             self.config.index_interval_bytes, oi._mm, oi.max_entries, ti._mm, ti.max_entries,

@@ -61,6 +61,7 @@ class TimeIndex(IndexFile):
             raise InvalidOffsetError(f"attempt to append timestamp {timestamp} to "
                                      f"{self.path.name} whose last is {last.timestamp}")
         if timestamp > last.timestamp and self.entries < self.max_entries:
+            self.reserve(self.entries + 1)
             _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, offset - self.base_offset)
             self.entries += 1
 
