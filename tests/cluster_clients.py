@@ -109,7 +109,7 @@ def _kafka_python_produce(bootstrap: str, topic: str, wanted: dict[int, list[byt
             assert meta.partition == p
             acked.setdefault(p, []).append((meta.offset, v))
     finally:
-        producer.close()
+        producer.close(timeout=CLIENT_TIMEOUT_S)  # never a hang on a stuck flush
     return acked
 
 

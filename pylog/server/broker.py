@@ -46,7 +46,7 @@ from pylog.server.metadata_cache import (
     TopicInfo,
 )
 from pylog.server.metrics import BrokerMetrics
-from pylog.server.producer_state import BlockProducerIds, ProducerIds
+from pylog.server.producer_ids import BlockProducerIds, ProducerIds
 from pylog.server.replica_fetcher import ReplicaFetchers
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.replication_quota import ReplicationThrottles
@@ -55,6 +55,7 @@ from pylog.server.topic_admin import LocalTopicAdmin, TopicAdmin
 from pylog.server.topic_configs import log_config
 from pylog.server.topics import Topic, TopicRegistry, load_topic_configs
 from pylog.server.txn_markers import TxnMarkerChannel
+from pylog.server.txn_verification import TxnVerifier
 from pylog.server.zk_node import ZkNode
 from pylog.server.zk_topic_admin import ZkTopicAdmin
 from pylog.zk.client import KafkaZkClient
@@ -173,9 +174,11 @@ class Broker:
             self.topics.forget(name)
         # Producer ids: from a file of this node's, or from ZooKeeper's blocks
         # (unique across the cluster).
-        self.producer_ids: ProducerIds | BlockProducerIds = (
-            ProducerIds(self.log_dir) if self.zk is None else
-            BlockProducerIds(functools.partial(_producer_id_block, self.zk, self.node_id)))
+        self.producer_ids: ProducerIds | BlockProducerIds = ProducerIds(self.log_dir)
+        if self.zk is not None:
+            self.producer_ids = BlockProducerIds(
+                functools.partial(_producer_id_block, self.zk, self.node_id))
+            self.producer_ids.start()
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended as each partition loads (markers
         # need the producer state above).
@@ -190,6 +193,13 @@ class Broker:
             TxnConfig.from_broker(config))
         self.txns.store.executor = self.executor
         txn_topic.lead(self.txns)
+        # Transactions coordinated on another node: verified there before
+        # their first batch lands in a partition led here.
+        self.txn_verifier: TxnVerifier | None = None
+        if self.zk is not None and config["transaction.partition.verification.enable"]:
+            self.txn_verifier = TxnVerifier(self.node_id, self.metadata,
+                                            self.txns.store.partition_for,
+                                            config["controller.socket.timeout.ms"] / 1000)
         # Client quotas set by AlterClientQuotas (pylog.server.client_quotas).
         self.quotas = ClientQuotas(self.log_dir, config["quota.window.num"],
                                    config["quota.window.size.seconds"])
@@ -206,7 +216,7 @@ class Broker:
             reconfigure=self._reconfigure, save_dynamic=self._save_dynamic,
             fetch_max_bytes=config["fetch.max.bytes"],
             verify_txn_partitions=config["transaction.partition.verification.enable"],
-            cluster=self.cluster)
+            txn_verifier=self.txn_verifier, cluster=self.cluster)
         self.router = RequestRouter(self.services)
         listener = config.listeners[0]
         self.listener = Listener(
@@ -356,6 +366,8 @@ class Broker:
             await self.replicas.fetchers.close()
         if self.markers is not None:
             self.markers.close()
+        if self.txn_verifier is not None:
+            self.txn_verifier.close()
         await self.groups.stop()  # parked joins and syncs answer now
         await self.listener.drain(DRAIN_TIMEOUT_S)
         for task in self._tasks:
@@ -365,6 +377,8 @@ class Broker:
         await self.replicas.close()
         await asyncio.get_running_loop().run_in_executor(self.executor, self.logs.close)
         self.executor.shutdown(wait=True)
+        if isinstance(self.producer_ids, BlockProducerIds):
+            self.producer_ids.close()
         if self.cluster is not None:
             await self.cluster.close()
 

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from pylog.server.config import BrokerConfig
     from pylog.server.fetch_sessions import FetchSessionCache
     from pylog.server.metadata_cache import MetadataCache
-    from pylog.server.producer_state import ProducerIds
+    from pylog.server.producer_ids import ProducerIds
     from pylog.server.replica_manager import ReplicaManager
     from pylog.server.topic_admin import TopicAdmin
+    from pylog.server.txn_verification import TxnVerifier
     from pylog.server.zk_node import ZkNode
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -64,6 +65,9 @@ class NodeServices:
     cluster: ZkNode | None = None
     fetch_max_bytes: int = 55 * 1024 * 1024
     verify_txn_partitions: bool = True
+    # A cluster node's verification with transaction coordinators on other
+    # nodes (None: the single node, or verification off).
+    txn_verifier: TxnVerifier | None = None
 
     @property
     def stopping(self) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.server.add_partitions_to_txn import old_fenced
-from pylog.server.producer_state import ProducerIdsUnavailable
+from pylog.server.producer_ids import ProducerIdsUnavailable
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices, RequestContext

@@ -9,12 +9,15 @@ those same bytes: no copy and no per-record Python.  acks=0 gets no response;
 on a single node acks=1 and acks=all are both satisfied once the append
 returns (the ISR is this node), except that acks=all fails with
 NOT_ENOUGH_REPLICAS when the topic's min.insync.replicas asks for more
-replicas than one.
+replicas than one.  In a cluster, acks=all waits for the in-sync replicas
+(:func:`_replicated`), and a transactional batch whose transaction another
+node coordinates is verified there first (:mod:`pylog.server.txn_verification`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import struct
 import time
 from typing import TYPE_CHECKING, Any
@@ -31,6 +34,7 @@ from pylog.log.errors import LogClosedError
 from pylog.net.connection import CloseConnection, Throttled
 from pylog.protocol import ApiKey, ErrorCode, encode_response
 from pylog.server.producer_state import max_timestamp, producer_batch
+from pylog.server.txn_verification import produce_error
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices
@@ -129,21 +133,17 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
             # KafkaApis.handleProduceRequest: transactional records need a
             # transactional id the client may write as (no authorizer here).
             return _error(index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        if node.verify_txn_partitions and (
-                node.cluster is None or not node.txns.coordinator_error(transactional_id)):
-            # Kafka 3.6's verification (KIP-890): the partition must be in the
-            # producer's open transaction, asked of the local coordinator.
-            # (A cluster's partition whose transaction is coordinated on
-            # another node is not verified: pylog sends no verify-only
-            # AddPartitionsToTxn to it yet.)
+        if node.verify_txn_partitions and node.txn_verifier is None:
+            # Kafka 3.6's verification (KIP-890) on the single node: the
+            # partition must be in the producer's open transaction, asked of
+            # the coordinator here.  (A cluster node asks before the appends:
+            # _verification.)
             code = node.txns.verify(transactional_id, batch.producer_id, batch.epoch,
                                       topic, index)
             if code:
-                return _error(index, code, f"Producer {batch.producer_id} with epoch "
-                              f"{batch.epoch}: {topic}-{index} is not in an ongoing "
-                              "transaction of transactional id "
-                              f"{transactional_id!r}" if code == ErrorCode.INVALID_TXN_STATE
-                              else None)
+                return _error(index, code, _not_in_txn(batch.producer_id, batch.epoch, topic,
+                                                       index, transactional_id)
+                              if code == ErrorCode.INVALID_TXN_STATE else None)
     if batch is not None:
         producers = node.replicas.producers_of(topic, index)
         verdict = producers.check(batch, transactional)
@@ -208,17 +208,36 @@ def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | No
     acks=0; wrapped in Throttled when the client is over a quota.  Malformed
     frames raise ProtocolError (the router closes the connection, as for any
     request that does not decode)."""
+    started = time.perf_counter_ns() if node.quotas.request.enabled else 0
+    request = decode_produce_request(frame)
+    transactional_id, acks = request[3], request[4]
+    if transactional_id is not None and node.txn_verifier is not None and acks in (0, 1, -1):
+        refused, asked = _verification(node, transactional_id, request[6])
+        if asked:
+            return _verified_then_produced(node, request, len(frame), started, refused, asked)
+        return _produce(node, request, len(frame), started, refused)
+    return _produce(node, request, len(frame), started)
+
+
+def _produce(node: NodeServices, request: tuple, size: int, started: int,
+             refused: dict[tuple[str, int], PartitionResponse] | None = None
+             ) -> bytes | Throttled | None | Any:
+    """``size``: the request's bytes, what producer_byte_rate counts;
+    ``refused``: partitions answered without an append (their transaction
+    did not verify)."""
     quotas = node.quotas
-    started = time.perf_counter_ns() if quotas.request.enabled else 0
-    size = len(frame)  # the request's bytes, what producer_byte_rate counts
-    version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics = (
-        decode_produce_request(frame))
+    version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics = request
     waiting: list[Waiting] = []
     if acks not in (0, 1, -1):
         responses = [(name, [_error(index, ErrorCode.INVALID_REQUIRED_ACKS)
                              for index, _ in parts]) for name, parts in topics]
-    else:
+    elif refused is None:
         responses = [(name, [_append(node, name, index, records, acks, version,
+                                     transactional_id, waiting)
+                             for index, records in parts]) for name, parts in topics]
+    else:
+        responses = [(name, [refused.get((name, index)) or
+                             _append(node, name, index, records, acks, version,
                                      transactional_id, waiting)
                              for index, records in parts]) for name, parts in topics]
     if node.metrics is not None:
@@ -237,6 +256,87 @@ def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | No
         # Exempt from the request quota, as in Kafka; the byte rate still mutes.
         return Throttled(None, throttle) if throttle else None
     return _respond(node, version, correlation_id, client_id, responses, started, throttle)
+
+
+# A transactional batch whose transaction a remote coordinator is asked
+# about: (topic, index, producer id, epoch, the partition's producer state,
+# its verification guard).
+Asked = tuple[str, int, int, int, Any, object]
+
+
+def _not_in_txn(pid: int, epoch: int, topic: str, index: int, transactional_id: str) -> str:
+    return (f"Producer {pid} with epoch {epoch}: {topic}-{index} is not in an ongoing "
+            f"transaction of transactional id {transactional_id!r}")
+
+
+def _verification(node: NodeServices, transactional_id: str, topics: list
+                  ) -> tuple[dict[tuple[str, int], PartitionResponse], list[Asked]]:
+    """A cluster node's transaction verification of a transactional request:
+    (the partitions refused now, those to ask a remote coordinator about).
+    With the coordinator here, every transactional batch is checked with it
+    at once; with one on another node, only a producer's first batch of a
+    transaction in each partition is asked about (as Kafka's
+    maybeStartTransactionVerification)."""
+    verifier = node.txn_verifier
+    assert verifier is not None
+    local = verifier.coordinator(transactional_id) == node.node_id
+    coordinator_error = node.txns.coordinator_error(transactional_id) if local else 0
+    refused: dict[tuple[str, int], PartitionResponse] = {}
+    asked: list[Asked] = []
+    for name, parts in topics:
+        for index, records in parts:
+            if records is None or len(records) < 61 or not (
+                    _ATTRIBUTES.unpack_from(records, 21)[0] & _TRANSACTIONAL_FLAG):
+                continue
+            part = node.replicas.leader_partition(name, index)
+            batch = producer_batch(records)
+            if type(part) is int or batch is None:
+                continue  # _append answers it
+            pid, epoch = batch.producer_id, batch.epoch
+            if local:
+                code = coordinator_error or node.txns.verify(transactional_id, pid, epoch,
+                                                             name, index)
+                if code == ErrorCode.INVALID_TXN_STATE:
+                    refused[(name, index)] = _error(index, code, _not_in_txn(
+                        pid, epoch, name, index, transactional_id))
+                elif code:
+                    refused[(name, index)] = _error(index, *produce_error(code))
+                continue
+            producers = node.replicas.producers_of(name, index)
+            guard = producers.start_verification(pid)
+            if guard is not None:
+                asked.append((name, index, pid, epoch, producers, guard))
+    return refused, asked
+
+
+async def _verified_then_produced(node: NodeServices, request: tuple, size: int, started: int,
+                                  refused: dict[tuple[str, int], PartitionResponse],
+                                  asked: list[Asked]) -> bytes | Throttled | None:
+    """Ask the coordinator (one request per producer and epoch: a request
+    normally carries one), then append what it verified, as Kafka's
+    ReplicaManager.appendRecords after its AddPartitionsToTxnManager."""
+    verifier = node.txn_verifier
+    assert verifier is not None
+    transactional_id = request[3]
+    by_producer: dict[tuple[int, int], list[Asked]] = {}
+    for a in asked:
+        by_producer.setdefault((a[2], a[3]), []).append(a)
+    for (pid, epoch), group in by_producer.items():
+        answers = await verifier.verify(transactional_id, pid, epoch,
+                                        [(a[0], a[1]) for a in group])
+        for name, index, _, _, producers, guard in group:
+            code = answers[(name, index)]
+            if code:
+                refused[(name, index)] = _error(index, *produce_error(code))
+            elif not producers.still_verified(pid, guard):
+                # Its transaction ended (a marker came) while it was asked.
+                refused[(name, index)] = _error(
+                    index, ErrorCode.INVALID_TXN_STATE,
+                    "The transaction ended while the partition was being verified")
+    result = _produce(node, request, size, started, refused)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def _respond(node: NodeServices, version: int, correlation_id: int, client_id: str | None,

@@ -1,4 +1,5 @@
-"""Idempotent producers: producer ids, and per-partition sequence checks.
+"""Idempotent producers: per-partition sequence checks (the ids they carry
+are handed out by :mod:`pylog.server.producer_ids`).
 
 After Kafka's ``ProducerStateManager``: for each partition, each producer id
 keeps its epoch and the metadata of its last 5 batches (the most a producer
@@ -6,9 +7,6 @@ has in flight with idempotence on).  A batch that repeats one of those (same
 first and last sequence) is a retry whose first attempt was written: it gets
 the original offset back and is not written again.  Only batch headers are
 read (no per-record work).
-
-Producer ids are handed out in blocks whose end is persisted before use, so a
-restarted node never gives out an id twice.
 
 Surviving a restart (Kafka's ``<offset>.snapshot`` files, simplified):
 
@@ -64,7 +62,6 @@ import json
 import logging
 import os
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,8 +79,6 @@ log = logging.getLogger(__name__)
 
 MAX_BATCHES = 5
 SEQ_MOD = 2**31
-ID_BLOCK = 1000
-ID_FILE = "pylog-producer-ids"
 
 # Batch header: baseOffset(8) length(4) epoch(4) magic(1) crc(4) attributes(2)
 # lastOffsetDelta(4) firstTs(8) maxTs(8) producerId(8) producerEpoch(2) baseSequence(4)
@@ -174,6 +169,11 @@ class PartitionProducers:
         # marker order: what a read_committed fetch is told to skip (Kafka's
         # transaction index, kept with the producer snapshots here).
         self.aborted: list[tuple[int, int, int]] = []
+        # producer id -> the guard of a transaction verification in flight
+        # with a remote coordinator (Kafka's VerificationGuard): a marker
+        # written meanwhile drops it, so a batch verified for a transaction
+        # that has since ended is not let in to start one nobody ends.
+        self.verifying: dict[int, object] = {}
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (the last stable
@@ -195,6 +195,20 @@ class PartitionProducers:
         """Forget the aborted transactions wholly below the log start."""
         if self.aborted and self.aborted[0][2] < log_start:
             self.aborted = [a for a in self.aborted if a[2] >= log_start]
+
+    def start_verification(self, producer_id: int) -> object | None:
+        """Before asking a remote coordinator whether this producer's
+        transaction holds the partition: the guard to hand to
+        :meth:`still_verified` after the answer; None when it needs no asking
+        (its transaction is already open here, as Kafka's
+        maybeStartTransactionVerification)."""
+        if producer_id in self.ongoing:
+            return None
+        return self.verifying.setdefault(producer_id, object())
+
+    def still_verified(self, producer_id: int, guard: object) -> bool:
+        """No marker for this producer was written since ``guard`` was taken."""
+        return producer_id in self.ongoing or self.verifying.get(producer_id) is guard
 
     def check(self, batch: ProducerBatch,
               transactional: bool = False) -> tuple[int, int, int] | ErrorCode | None:
@@ -239,6 +253,7 @@ class PartitionProducers:
         entry.last_timestamp = max_timestamp
         if transactional and entry.txn_first < 0:
             entry.txn_first = self.ongoing[pid] = base_offset
+            self.verifying.pop(pid, None)
 
     def check_marker(self, producer_id: int, epoch: int,
                      coordinator_epoch: int = 0) -> ErrorCode | None:
@@ -270,6 +285,7 @@ class PartitionProducers:
             self.ongoing.pop(producer_id, None)
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = timestamp
+        self.verifying.pop(producer_id, None)
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Kafka's ``ProducerStateManager.removeExpiredProducers``: forget each
@@ -280,6 +296,7 @@ class PartitionProducers:
                    if now_ms - e.last_timestamp >= expiration_ms and e.txn_first < 0]
         for pid in expired:
             del self.producers[pid]
+            self.verifying.pop(pid, None)  # (a refused verification's guard)
         return len(expired)
 
     def last_batches(self) -> list[tuple[int, int, int, int, int, int]]:
@@ -477,52 +494,3 @@ def load(lg: Log) -> PartitionProducers | None:
                  start, replayed)
     producers.trim_aborted(lg.log_start_offset)
     return producers if producers.producers or producers.aborted else None
-
-
-class ProducerIds:
-    """Allocates producer ids; persists the end of the current block first."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.path = Path(log_dir) / ID_FILE
-        try:
-            start = int(self.path.read_text().strip())
-        except (OSError, ValueError):
-            start = 0
-        self._next = start
-        self._block_end = start
-
-    def next_id(self) -> int:
-        if self._next >= self._block_end:
-            self._block_end = self._next + ID_BLOCK
-            # Durable before the first id of the block is handed out.
-            write_atomically(self.path, f"{self._block_end}\n".encode())
-        pid = self._next
-        self._next += 1
-        return pid
-
-
-class ProducerIdsUnavailable(Exception):
-    """No producer id can be handed out now (a cluster's ZooKeeper is away)."""
-
-
-class BlockProducerIds:
-    """Producer ids in blocks a cluster hands out (Kafka's ZkProducerIdManager):
-    ``allocate()`` returns the next block's (first, last) id, taken by
-    compare-and-set on ZooKeeper's ``/latest_producer_id_block``, so no two
-    nodes ever give out one id.  A block is asked for when the last one is
-    spent, on the caller's thread (one round trip every 1000 ids)."""
-
-    def __init__(self, allocate: Callable[[], tuple[int, int]]) -> None:
-        self._allocate = allocate
-        self._next = 0
-        self._last = -1
-
-    def next_id(self) -> int:
-        if self._next > self._last:
-            try:
-                self._next, self._last = self._allocate()
-            except Exception as exc:
-                raise ProducerIdsUnavailable(f"no producer id block: {exc}") from exc
-        pid = self._next
-        self._next += 1
-        return pid

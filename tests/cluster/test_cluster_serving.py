@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import confluent_kafka as ck
 import pytest
@@ -15,6 +16,7 @@ from broker_process import safe_name, wait_for
 from cluster_clients import CLIENTS, consume, ends_of, produce
 from cluster_process import ClusterProcess
 from cluster_wire import (
+    AGREE_TIMEOUT_S,
     agreed,
     alter_topic_configs,
     brokers,
@@ -30,8 +32,11 @@ from cluster_wire import (
     zk_broker_ids,
     zk_controller,
 )
+from cluster_wire import request as wire_request
+from kafka_wire import produce_body
 
-from pylog.protocol import ErrorCode
+from pylog.protocol import ApiKey, ErrorCode
+from pylog.records import BatchBuilder
 
 NODES = 3
 PARTITIONS = 12
@@ -137,11 +142,14 @@ def test_admin_sent_to_a_node_that_is_not_the_controller(three_nodes: ClusterPro
         return found["retention.ms"], found["max.message.bytes"]
     agreed(three_nodes.addresses, configs, ("7200000", "200000"),
            what="every node's DescribeConfigs")
-    # The leaders' logs took the new configs: a record over max.message.bytes
-    # is refused by each node.
+    # The leaders' logs take the new configs (as in Kafka, once each node has
+    # read the config change notice, which DescribeConfigs does not wait
+    # for): a record over max.message.bytes is refused by each node.
     one_per_node = {leader: p for p, leader in grown.items()}
-    assert _too_large(three_nodes.bootstrap, topic, 300_000, one_per_node.values()) == {
-        p: ck.KafkaError.MSG_SIZE_TOO_LARGE for p in one_per_node.values()}
+    refused = {p: ck.KafkaError.MSG_SIZE_TOO_LARGE for p in one_per_node.values()}
+    wait_for(lambda: _too_large(three_nodes.bootstrap, topic, 300_000,
+                                one_per_node.values()) == refused,
+             AGREE_TIMEOUT_S, "every leader to refuse a record over max.message.bytes")
     row = incremental_alter_topic_configs(address, topic, {"segment.ms": "86400000"},
                                           delete=("max.message.bytes",))
     assert row.error_code == 0, row
@@ -151,7 +159,9 @@ def test_admin_sent_to_a_node_that_is_not_the_controller(three_nodes: ClusterPro
         return found["segment.ms"], found["max.message.bytes"]
     agreed(three_nodes.addresses, segment_ms, ("86400000", "1048588"),
            what="every node's DescribeConfigs")
-    assert _too_large(three_nodes.bootstrap, topic, 300_000, one_per_node.values()) == {}
+    wait_for(lambda: _too_large(three_nodes.bootstrap, topic, 300_000,
+                                one_per_node.values()) == {},
+             AGREE_TIMEOUT_S, "every leader to take the record again")
 
     row = delete_topic(address, topic)
     assert row.error_code == 0, row
@@ -189,3 +199,74 @@ def _too_large(bootstrap: str, topic: str, size: int, parts: Iterable[int]) -> d
         producer.produce(topic, value=b"x" * size, partition=p, on_delivery=delivered)
     assert producer.flush(60) == 0
     return errors
+
+
+def _txn_batch(pid: int, epoch: int, seq: int) -> bytes:
+    b = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                     is_transactional=True)
+    for i in range(3):
+        b.append(1_700_000_000_000 + i, b"k", b"v-%d-%d" % (seq, i))
+    return b.build()
+
+
+def _txn_produce(address: str, topic: str, p: int, txn_id: str, records: bytes) -> Any:
+    body = produce_body(topic, p, records)
+    body["transactional_id"] = txn_id
+    r = wire_request(address, ApiKey.PRODUCE, 9, body)
+    return r.responses[0].partition_responses[0]
+
+
+def _read_committed_end(address: str, topic: str, p: int) -> int:
+    r = wire_request(address, ApiKey.LIST_OFFSETS, 4, {
+        "replica_id": -1, "isolation_level": 1, "topics": [
+            {"name": topic, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
+                                            "timestamp": -1}]}]})
+    return r.topics[0].partitions[0].offset
+
+
+def test_transactions_are_verified_by_a_coordinator_on_another_node(
+        three_nodes: ClusterProcess, request: pytest.FixtureRequest) -> None:
+    """Kafka 3.6's transaction verification (KIP-890) across nodes: a leader
+    asks the transaction's coordinator, on another node, before the first
+    transactional batch of a transaction lands in a partition.  A partition
+    never added to the transaction, or whose transaction has ended, is
+    refused with INVALID_TXN_STATE and nothing is written."""
+    topic, txn_id = _name(request), _name(request) + "-txn"
+    assert create_topic(three_nodes.address(0), topic, 6).error_code == 0
+    led = settled_leaders(three_nodes.addresses, topic, 6)
+
+    def coordinator() -> int | None:
+        r = wire_request(three_nodes.address(0), ApiKey.FIND_COORDINATOR, 4,
+                     {"key_type": 1, "coordinator_keys": [txn_id]}).coordinators[0]
+        return r.node_id if r.error_code == 0 else None
+    coordinator_id = wait_for(coordinator, AGREE_TIMEOUT_S, "the transaction's coordinator")
+    coord = three_nodes.address(coordinator_id)
+    init = wait_for(lambda: (r := wire_request(coord, ApiKey.INIT_PRODUCER_ID, 4, {
+        "transactional_id": txn_id, "transaction_timeout_ms": 60000, "producer_id": -1,
+        "producer_epoch": -1})).error_code == 0 and r, AGREE_TIMEOUT_S, "InitProducerId")
+    pid, epoch = init.producer_id, init.producer_epoch
+    p = next(p for p, leader in led.items() if leader != coordinator_id)
+    leader = three_nodes.address(led[p])
+
+    refused = _txn_produce(leader, topic, p, txn_id, _txn_batch(pid, epoch, 0))
+    assert refused.error_code == ErrorCode.INVALID_TXN_STATE, refused
+    assert refused.error_message == "Partition was not added to the transaction"
+    added = wire_request(coord, ApiKey.ADD_PARTITIONS_TO_TXN, 3, {
+        "v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": topic, "partitions": [p]}]})
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0] \
+        .partition_error_code == 0
+    for seq in (0, 3):  # the first is asked about; the second finds the transaction open
+        written = _txn_produce(leader, topic, p, txn_id, _txn_batch(pid, epoch, seq))
+        assert (written.error_code, written.base_offset) == (0, seq), written
+    ended = wire_request(coord, ApiKey.END_TXN, 3, {
+        "transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+        "committed": True})
+    assert ended.error_code == 0
+    # The COMMIT marker at 6 ends it on the leader: the last stable offset passes it.
+    wait_for(lambda: _read_committed_end(leader, topic, p) == 7, AGREE_TIMEOUT_S,
+             "the commit marker written")
+    late = _txn_produce(leader, topic, p, txn_id, _txn_batch(pid, epoch, 6))
+    assert late.error_code == ErrorCode.INVALID_TXN_STATE, late
+    assert _read_committed_end(leader, topic, p) == 7

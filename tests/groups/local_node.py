@@ -20,7 +20,7 @@ from pylog.server.internal_topics import (
     elect_on_creation,
     registry_partition_count,
 )
-from pylog.server.producer_state import ProducerIds
+from pylog.server.producer_ids import ProducerIds
 from pylog.server.replica_manager import ReplicaManager
 from pylog.server.topics import TopicRegistry
 
