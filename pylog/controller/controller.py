@@ -104,11 +104,19 @@ class Controller:
             await asyncio.gather(self._task, return_exceptions=True)
         if self.active:
             self._resign("this node is stopping")
-            try:
-                await self._zk(self.zk.delete_controller, None)
-            except ZkError as exc:
-                log.info("could not delete /controller on the way out: %s", exc)
+            await self._delete_controller_znode()
         self._zk_thread.shutdown(wait=False, cancel_futures=True)
+
+    async def _delete_controller_znode(self) -> None:
+        # Without a connection the delete would only wait out the connection
+        # timeout; the ephemeral goes with the session anyway.
+        if not self.zk.connected:
+            log.info("ZooKeeper is not connected: /controller goes with the session")
+            return
+        try:
+            await self._zk(self.zk.delete_controller, None)
+        except ZkError as exc:
+            log.info("could not delete /controller on the way out: %s", exc)
 
     async def _zk(self, fn: Callable[..., Any], *args: Any) -> Any:
         assert self._loop is not None

@@ -117,7 +117,13 @@ async def serve(config: BrokerConfig) -> None:
     await stop.wait()
     log.info("shutting down")
     await broker.stop()
-    print(f"pylog broker: node {broker.node_id} stopped", flush=True)
+    try:
+        print(f"pylog broker: node {broker.node_id} stopped", flush=True)
+    except BrokenPipeError:
+        # Whoever read our stdout (a killed supervisor) is gone; the stop
+        # itself went fine and the exit status says so. stdout points at
+        # /dev/null so the interpreter's final flush has nowhere to fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def run(config_path: str | None, overrides: Sequence[str]) -> int:
