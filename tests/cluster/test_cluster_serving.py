@@ -7,13 +7,14 @@ everywhere.  One cluster for the module: these tests leave it running."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
 import confluent_kafka as ck
 import pytest
 from broker_process import safe_name, wait_for
-from cluster_clients import CLIENTS, consume, ends_of, produce
+from cluster_clients import CLIENT_TIMEOUT_S, CLIENTS, consume, ends_of, produce
 from cluster_process import ClusterProcess
 from cluster_wire import (
     AGREE_TIMEOUT_S,
@@ -270,3 +271,95 @@ def test_transactions_are_verified_by_a_coordinator_on_another_node(
     late = _txn_produce(leader, topic, p, txn_id, _txn_batch(pid, epoch, 6))
     assert late.error_code == ErrorCode.INVALID_TXN_STATE, late
     assert _read_committed_end(leader, topic, p) == 7
+
+
+def _coordinator(address: str, key_type: int, key: str) -> int | None:
+    r = wire_request(address, ApiKey.FIND_COORDINATOR, 4,
+                     {"key_type": key_type, "coordinator_keys": [key]}).coordinators[0]
+    return r.node_id if r.error_code == 0 else None
+
+
+def test_a_group_and_a_transaction_coordinated_on_different_nodes(
+        three_nodes: ClusterProcess, request: pytest.FixtureRequest) -> None:
+    """Consume-transform-produce with confluent-kafka: a consumer group whose
+    coordinator is one node, a transactional producer whose coordinator is
+    another, input and output partitions led by all three.  Committed
+    transactions carry their output and the group's offsets; an aborted one
+    leaves neither (read_committed), and the group resumes from the last
+    commit."""
+    name = _name(request)
+    source, sink = f"{name}-in", f"{name}-out"
+    for topic in (source, sink):
+        assert create_topic(three_nodes.address(0), topic, 3).error_code == 0
+        assert set(settled_leaders(three_nodes.addresses, topic, 3).values()) == {0, 1, 2}
+    address = three_nodes.address(0)
+    group = wait_for(lambda: _coordinator(address, 0, f"{name}-g") is not None
+                     and f"{name}-g", AGREE_TIMEOUT_S, "the group's coordinator")
+    group_node = _coordinator(address, 0, group)
+    # A transactional id coordinated elsewhere (ids hash over 50 partitions).
+    wait_for(lambda: _coordinator(address, 1, f"{name}-t0") is not None, AGREE_TIMEOUT_S,
+             "__transaction_state")
+    txn_id = next(t for t in (f"{name}-t{i}" for i in range(200))
+                  if _coordinator(address, 1, t) not in (None, group_node))
+    assert _coordinator(address, 1, txn_id) != group_node
+
+    inputs = produce("confluent-kafka", three_nodes.bootstrap, source, range(3), 10, "in")
+    bootstrap = three_nodes.bootstrap
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                            "isolation.level": "read_committed"})
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(CLIENT_TIMEOUT_S)
+    consumer.subscribe([source])
+
+    def transform(count: int, commit: bool) -> list[bytes]:
+        """``count`` input records through one transaction: their outputs."""
+        got: list[ck.Message] = []
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while len(got) < count and time.monotonic() < deadline:
+            got += [m for m in consumer.consume(count - len(got), 1) if m.error() is None]
+        assert len(got) == count
+        producer.begin_transaction()
+        out = [b"out-" + m.value() for m in got]
+        for m, value in zip(got, out, strict=True):
+            producer.produce(sink, value=value, partition=m.partition())
+        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                             consumer.consumer_group_metadata(),
+                                             CLIENT_TIMEOUT_S)
+        if commit:
+            producer.commit_transaction(CLIENT_TIMEOUT_S)
+        else:
+            producer.abort_transaction(CLIENT_TIMEOUT_S)
+            # Back to the last committed offsets, as an aborting application does.
+            committed = consumer.committed(consumer.assignment(), CLIENT_TIMEOUT_S)
+            for tp in committed:
+                consumer.seek(ck.TopicPartition(tp.topic, tp.partition,
+                                                max(tp.offset, 0)))
+        return out
+
+    try:
+        committed = transform(12, True)
+        transform(6, False)
+        committed += transform(18, True)
+    finally:
+        consumer.close()
+    # Every input went out exactly once, in committed transactions only.
+    want = sorted(b"out-" + v for rows in inputs.values() for _, v in rows)
+    assert sorted(committed) == want
+    reader = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"{name}-reader",
+                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                          "isolation.level": "read_committed"})
+    reader.subscribe([sink])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + CLIENT_TIMEOUT_S
+    while len(seen) < len(want) and time.monotonic() < deadline:
+        seen += [m.value() for m in reader.consume(100, 1) if m.error() is None]
+    seen += [m.value() for m in reader.consume(100, 2) if m.error() is None]
+    reader.close()
+    assert sorted(seen) == want
+    # The group's committed offsets are the inputs' ends, on its coordinator.
+    check = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    offsets = check.committed([ck.TopicPartition(source, p) for p in range(3)],
+                              CLIENT_TIMEOUT_S)
+    check.close()
+    assert {tp.partition: tp.offset for tp in offsets} == ends_of(inputs)
