@@ -359,3 +359,20 @@ def test_index_blocks_grow_with_their_entries(tmp_path):
     assert len(data) == entries * 8
     assert [struct.unpack_from(">ii", data, 8 * slot) for slot in range(entries)] == [
         (e.offset, e.position) for e in written]
+
+
+def test_truncating_at_the_end_drops_an_epoch_begun_there(tmp_path):
+    """A node that became leader (its epoch starting at the log end) and wrote
+    nothing before losing the leadership: truncating to the end removes that
+    epoch, as Kafka's truncateTo does, or the new leader's answer to every
+    fetch would be the same divergence again."""
+    lg = open_log(tmp_path)
+    lg.epochs.assign(0, 0)
+    for i in range(5):
+        lg.append(batch(1_000 + i, 100))
+    lg.epochs.assign(3, lg.log_end_offset)
+    assert lg.epochs.latest_epoch == 3
+    lg.truncate_to(lg.log_end_offset)
+    assert lg.epochs.latest_epoch == 0
+    assert lg.epochs.end_offset_for(0, lg.log_end_offset) == (0, lg.log_end_offset)
+    lg.close()

@@ -80,6 +80,8 @@ class Controller:
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         self._controller_watch: Watch | None = None
+        # Partitions /admin/reassign_partitions asked to move, still moving.
+        self._zk_moving: dict[TopicPartition, list[int]] = {}
         self.on_change: Callable[[], None] | None = None  # told when this node becomes/stops
 
     # -- life cycle --------------------------------------------------------------------
@@ -146,7 +148,8 @@ class Controller:
                     "isr_changes": self._isr_changes, "shutdown": self._controlled_shutdown,
                     "elect_offline": self._elect_offline, "elect": self._elect_leaders,
                     "rebalance": self._rebalance, "reassign": self._reassign,
-                    "stop_replica_done": self._stop_replica_done}
+                    "stop_replica_done": self._stop_replica_done,
+                    "zk_reassign": self._zk_reassign, "zk_preferred": self._zk_preferred}
         while True:
             kind, payload = await self._events.get()
             if kind != "reelect" and kind != "session_lost" and not self.active:
@@ -196,6 +199,7 @@ class Controller:
         for w in self._watches + list(self._topic_watches.values()):
             w.cancel()
         self._watches, self._topic_watches = [], {}
+        self._zk_moving = {}
         if self.channel is not None:
             self.channel.close()
             self.channel = None
@@ -227,6 +231,10 @@ class Controller:
                                                                               names)),
             await self._zk(zk.watch_isr_change_notifications,
                            lambda names: self._post("isr_changes", names)),
+            await self._zk(zk.watch_partition_reassignment,
+                           lambda moves: self._post("zk_reassign", moves)),
+            await self._zk(zk.watch_preferred_replica_election,
+                           lambda partitions: self._post("zk_preferred", partitions)),
         ]
         # Partitions a dead controller left half made, and those whose leader died.
         await self._init_partitions([tp for tp in ctx.partitions() if tp not in ctx.states])
@@ -683,58 +691,57 @@ class Controller:
         the new replicas are told to follow (and start fetching); the move
         ends when they are all in sync (:meth:`_maybe_finish_reassignment`)."""
         targets, fut = payload
-        ctx = self.ctx
-        results: dict[TopicPartition, tuple[int, str | None]] = {}
-        for tp, target in targets.items():
-            a = ctx.assignments.get(tp[0])
-            if a is None or tp[1] not in a.partitions or tp not in ctx.states \
-                    or tp[0] in ctx.deleting:
-                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               f"Unable to find partition {tp[0]}:{tp[1]}.")
-                continue
-            current = self._reassigning(tp)
-            original = [r for r in ctx.replicas(tp) if current is None or r not in current[0]]
-            if target is None:  # cancel: back to the original replicas
-                if current is None:
-                    results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
-                    continue
-                target = original
-            elif not target or len(set(target)) != len(target):
-                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               "The manual partition assignment includes an empty replica "
-                               "list." if not target else
-                               "The manual partition assignment includes duplicate replicas.")
-                continue
-            elif any(r not in ctx.brokers for r in target):
-                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                               f"The manual partition assignment includes broker(s) "
-                               f"{sorted(set(target) - set(ctx.brokers))} that are not "
-                               "registered.")
-                continue
-            adding = [r for r in target if r not in original]
-            removing = [r for r in original if r not in target]
-            replicas = list(target) + [r for r in original if r not in target]
-            a.partitions[tp[1]] = replicas
-            a.adding_replicas.pop(tp[1], None)
-            a.removing_replicas.pop(tp[1], None)
-            if adding or removing:
-                a.adding_replicas[tp[1]] = adding
-                a.removing_replicas[tp[1]] = removing
-            cas = await self._zk(self.zk.set_topic_assignment, a, None, self.epoch_zk_version)
-            if not cas.succeeded:
-                ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])
-                results[tp] = (ErrorCode.REASSIGNMENT_IN_PROGRESS,
-                               "The topic's assignment changed meanwhile: try again.")
-                continue
-            log.info("controller: reassigning %s-%d to %s (adding %s, removing %s)", *tp,
-                     target, adding, removing)
-            st = ctx.states[tp]
-            # A new leader epoch, so every replica takes the new replica set.
-            await self._elect_to(tp, st.leader, [r for r in st.isr if r in replicas])
-            self._tell([tp])
-            results[tp] = (ErrorCode.NONE, None)
-            await self._maybe_finish_reassignment(tp)
+        results = {tp: await self._start_reassignment(tp, target)
+                   for tp, target in targets.items()}
         fut.set_result((ErrorCode.NONE, results))
+
+    async def _start_reassignment(self, tp: TopicPartition, target: list[int] | None
+                                  ) -> tuple[int, str | None]:
+        """One partition of a reassignment (None: cancel it): its answer."""
+        ctx = self.ctx
+        a = ctx.assignments.get(tp[0])
+        if a is None or tp[1] not in a.partitions or tp not in ctx.states \
+                or tp[0] in ctx.deleting:
+            return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"Unable to find partition {tp[0]}:{tp[1]}.")
+        current = self._reassigning(tp)
+        original = [r for r in ctx.replicas(tp) if current is None or r not in current[0]]
+        if target is None:  # cancel: back to the original replicas
+            if current is None:
+                return (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+            target = original
+        elif not target or len(set(target)) != len(target):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes an empty replica "
+                    "list." if not target else
+                    "The manual partition assignment includes duplicate replicas.")
+        elif any(r not in ctx.brokers for r in target):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker(s) "
+                    f"{sorted(set(target) - set(ctx.brokers))} that are not "
+                    "registered.")
+        adding = [r for r in target if r not in original]
+        removing = [r for r in original if r not in target]
+        replicas = list(target) + [r for r in original if r not in target]
+        a.partitions[tp[1]] = replicas
+        a.adding_replicas.pop(tp[1], None)
+        a.removing_replicas.pop(tp[1], None)
+        if adding or removing:
+            a.adding_replicas[tp[1]] = adding
+            a.removing_replicas[tp[1]] = removing
+        cas = await self._zk(self.zk.set_topic_assignment, a, None, self.epoch_zk_version)
+        if not cas.succeeded:
+            ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])
+            return (ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                    "The topic's assignment changed meanwhile: try again.")
+        log.info("controller: reassigning %s-%d to %s (adding %s, removing %s)", *tp,
+                 target, adding, removing)
+        st = ctx.states[tp]
+        # A new leader epoch, so every replica takes the new replica set.
+        await self._elect_to(tp, st.leader, [r for r in st.isr if r in replicas])
+        self._tell([tp])
+        await self._maybe_finish_reassignment(tp)
+        return (ErrorCode.NONE, None)
 
     async def _maybe_finish_reassignment(self, tp: TopicPartition) -> None:
         """Kafka's onPartitionReassignment, last step, once every target replica
@@ -763,10 +770,61 @@ class Controller:
             ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])
         log.info("controller: %s-%d reassigned to %s", *tp, target)
         self._tell([tp])
+        if self._zk_moving.pop(tp, None) is not None:
+            await self._write_zk_moving()
         for b in removing:
             if self.channel is not None and ctx.is_live(b):
                 self.channel.send(b, ApiKey.STOP_REPLICA, build.stop_replica(
                     ctx, self.broker_id, self.epoch, b, [tp], delete=True))
+
+    # -- the admin znodes of Kafka's older tools ----------------------------------------
+
+    async def _zk_reassign(self, targets: dict[TopicPartition, list[int]] | None) -> None:
+        """``/admin/reassign_partitions`` (written by the tools before KIP-455):
+        each partition starts moving as AlterPartitionReassignments would
+        start it; the znode then lists those still moving, and is deleted
+        once none is (as Kafka's ZooKeeper-triggered reassignments)."""
+        if targets is None:
+            self._zk_moving = {}
+            return
+        moving: dict[TopicPartition, list[int]] = {}
+        for tp, target in targets.items():
+            current = self._reassigning(tp)
+            if current is not None and [r for r in self.ctx.replicas(tp)
+                                        if r not in current[1]] == target:
+                moving[tp] = target  # already on its way (the znode rewritten below)
+                continue
+            code, message = await self._start_reassignment(tp, target)
+            if code:
+                log.warning("controller: /admin/reassign_partitions: %s-%d not moved: %s",
+                            *tp, message or ErrorCode(code).name)
+            elif self._reassigning(tp) is not None:
+                moving[tp] = target
+        self._zk_moving = moving
+        if moving != targets:  # (reading back our own rewrite changes nothing)
+            await self._write_zk_moving()
+
+    async def _write_zk_moving(self) -> None:
+        if self._zk_moving:
+            await self._zk(self.zk.set_partition_reassignment, self._zk_moving,
+                           self.epoch_zk_version)
+        else:
+            await self._zk(self.zk.delete_partition_reassignment, self.epoch_zk_version)
+
+    async def _zk_preferred(self, partitions: set[TopicPartition] | None) -> None:
+        """``/admin/preferred_replica_election``: the preferred replica of each
+        partition named leads again where it can (as ElectLeaders PREFERRED),
+        then the znode is deleted."""
+        if partitions is None:
+            return
+        assert self._loop is not None
+        done = self._loop.create_future()
+        await self._elect_leaders((sorted(partitions), False, done))
+        for topic, p, code, message in done.result()[1]:
+            if code and code != ErrorCode.ELECTION_NOT_NEEDED:
+                log.warning("controller: /admin/preferred_replica_election: %s-%d: %s",
+                            topic, p, message or ErrorCode(code).name)
+        await self._zk(self.zk.delete_preferred_replica_election, self.epoch_zk_version)
 
     # -- controlled shutdown -----------------------------------------------------------
 

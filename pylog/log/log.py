@@ -456,6 +456,11 @@ class Log:
         """Remove every batch holding offset >= ``offset`` (follower truncation)."""
         with self._lock:
             if offset >= self._next_offset:
+                # Nothing to cut, but an epoch this node began as leader at
+                # the log end with nothing written in it must go (Kafka's
+                # truncateTo does the same): left, it would make every fetch
+                # from the new leader diverge again.
+                self.epochs.truncate_from_end(self._next_offset)
                 return
             if offset <= self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(offset)

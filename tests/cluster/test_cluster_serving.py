@@ -6,6 +6,7 @@ everywhere.  One cluster for the module: these tests leave it running."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from cluster_wire import (
     topic_configs,
     zk_broker_ids,
     zk_controller,
+    zookeeper,
 )
 from cluster_wire import request as wire_request
 from kafka_wire import produce_body
@@ -363,3 +365,59 @@ def test_a_group_and_a_transaction_coordinated_on_different_nodes(
                               CLIENT_TIMEOUT_S)
     check.close()
     assert {tp.partition: tp.offset for tp in offsets} == ends_of(inputs)
+
+
+def _replicas_and_leader(address: str, topic: str) -> tuple[list[int], int] | None:
+    found = metadata(address, [topic]).topics[0]
+    if found.error_code or not found.partitions:
+        return None
+    p = found.partitions[0]
+    return list(p.replica_nodes), p.leader_id
+
+
+def test_the_admin_znodes_of_older_tools(three_nodes: ClusterProcess,
+                                         request: pytest.FixtureRequest) -> None:
+    """What Kafka's tools wrote before KIP-455 still works, as in Kafka's
+    ZooKeeper mode: a JSON written to ``/admin/reassign_partitions`` moves the
+    partition with its data, and ``/admin/preferred_replica_election`` makes
+    the preferred replica lead; the controller deletes each znode when done."""
+    topic = _name(request)
+    r = wire_request(three_nodes.address(1), ApiKey.CREATE_TOPICS, 4, {"topics": [
+        {"name": topic, "num_partitions": -1, "replication_factor": -1,
+         "assignments": [{"partition_index": 0, "broker_ids": [0]}], "configs": []}],
+        "timeout_ms": 30_000, "validate_only": False})
+    assert r.topics[0].error_code == 0, r
+    agreed(three_nodes.addresses, lambda a: _replicas_and_leader(a, topic), ([0], 0),
+           what="the topic on node 0")
+    acked = produce("confluent-kafka", three_nodes.bootstrap, topic, [0], 20, "moved")
+
+    def moved(replicas: list[int], leader: int) -> None:
+        agreed(three_nodes.addresses, lambda a: _replicas_and_leader(a, topic),
+               (replicas, leader), what=f"{topic} on {replicas} led by {leader}")
+
+    with zookeeper(three_nodes.zookeeper_address) as zk:
+        zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [1, 2]}]}).encode(), makepath=True)
+        wait_for(lambda: zk.exists("/admin/reassign_partitions") is None, AGREE_TIMEOUT_S,
+                 "the reassignment to finish")
+        moved([1, 2], 1)
+        # Node 0 gave the partition up (its directory renamed ``-delete``, gone
+        # after file.delete.delay.ms); the new replicas hold every record.
+        wait_for(lambda: [(three_nodes.log_dir(i) / f"{topic}-0").is_dir()
+                          for i in range(NODES)] == [False, True, True],
+                 AGREE_TIMEOUT_S, "node 0's replica deleted")
+        assert consume("kafka-python", three_nodes.bootstrap, topic, ends_of(acked)) == acked
+        # The same replicas in another order: node 2 is now preferred, node 1 still leads.
+        zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [2, 1]}]}).encode())
+        wait_for(lambda: zk.exists("/admin/reassign_partitions") is None, AGREE_TIMEOUT_S,
+                 "the reorder")
+        moved([2, 1], 1)
+        zk.create("/admin/preferred_replica_election", json.dumps({
+            "version": 1, "partitions": [{"topic": topic, "partition": 0}]}).encode())
+        wait_for(lambda: zk.exists("/admin/preferred_replica_election") is None,
+                 AGREE_TIMEOUT_S, "the preferred replica election")
+        moved([2, 1], 2)
+    more = produce("aiokafka", three_nodes.bootstrap, topic, [0], 5, "after")
+    both = {0: acked[0] + more[0]}
+    assert consume("confluent-kafka", three_nodes.bootstrap, topic, ends_of(both)) == both
