@@ -68,8 +68,16 @@ class BrokerProcess:
                  config: Path | None = None, event_loop: str | None = None,
                  file_size_limit: int | None = None,
                  open_files: tuple[int, int] | None = None,
-                 own_listener: bool = True) -> None:
+                 own_listener: bool = True, env: dict[str, str] | None = None,
+                 log_file: Path | None = None, main: tuple[str, ...] = ("-m", "pylog")
+                 ) -> None:
         self.log_dir = log_dir
+        self.main = main  # what python runs: pylog's main, or a script around it
+        self.env = env or {}  # added to the environment (PYLOG_LOG_LEVEL, ...)
+        # Set: the node's stdout and stderr are appended to this file instead
+        # of a pipe, so a long-running node never blocks on a pipe nobody
+        # reads, and its log outlives it (restarts append to the same file).
+        self.log_file = log_file
         # False: ``config`` sets listeners (on ``port``) and log.dirs itself,
         # as an operator's server.properties does.
         self.own_listener = own_listener
@@ -86,7 +94,18 @@ class BrokerProcess:
         self.output: list[str] = []
 
     def start(self) -> BrokerProcess:
-        args = [sys.executable, "-m", "pylog", "broker"]
+        if self.log_file is not None:
+            return self.launch().wait_ready()
+        args = self._args()
+        env = self._env()
+        preexec = self._limits()
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            env=env, preexec_fn=preexec)
+        return self._wait_ready_on_pipe()
+
+    def _args(self) -> list[str]:
+        args = [sys.executable, *self.main, "broker"]
         if self.own_listener:
             args += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                      "--override", f"log.dirs={self.log_dir}"]
@@ -94,9 +113,15 @@ class BrokerProcess:
             args += ["--config", str(self.config)]
         for item in self.overrides:
             args += ["--override", item]
-        env = dict(os.environ)
+        return args
+
+    def _env(self) -> dict[str, str]:
+        env = {**os.environ, **self.env}
         if self.event_loop is not None:
             env["PYLOG_EVENT_LOOP"] = self.event_loop
+        return env
+
+    def _limits(self) -> Callable[[], None] | None:
         limits = []
         if self.file_size_limit is not None:
             limits.append((resource.RLIMIT_FSIZE, (self.file_size_limit,) * 2))
@@ -107,9 +132,43 @@ class BrokerProcess:
             for which, value in limits:
                 resource.setrlimit(which, value)
 
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-            env=env, preexec_fn=set_limits if limits else None)
+        return set_limits if limits else None
+
+    def launch(self) -> BrokerProcess:
+        """With ``log_file``: start the process without waiting for it (several
+        nodes start side by side; then :meth:`wait_ready` each)."""
+        assert self.log_file is not None, "launch() needs a log_file"
+        with open(self.log_file, "ab") as out:
+            self._log_start = out.tell()
+            self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, env=self._env(),
+                                         preexec_fn=self._limits())
+        return self
+
+    def log_text(self) -> str:
+        """What this run (since :meth:`launch`) wrote to ``log_file``."""
+        assert self.log_file is not None
+        with open(self.log_file, "rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode(errors="replace")
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> BrokerProcess:
+        """Until the ready line is in ``log_file``; RuntimeError with the log
+        (the process killed) when it exits first or does not get ready."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(READY) and "listening on" in line
+                   for line in self.log_text().splitlines()):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError("broker did not start:\n" + self.log_text())
+
+    def _wait_ready_on_pipe(self) -> BrokerProcess:
+        assert self.proc is not None and self.proc.stdout is not None
         # Read from the pipe's fd, not through the text wrapper: select() sees
         # only what is still in the pipe, so lines the wrapper had already
         # buffered (start-up warnings and the ready line in one read) would
@@ -151,7 +210,7 @@ class BrokerProcess:
     def wait_exit(self, timeout: float = 20) -> int:
         """Wait for the process to end on its own; its exit status."""
         assert self.proc is not None
-        out, _ = self.proc.communicate(timeout=timeout)
+        out, _ = self.proc.communicate(timeout=timeout)  # (None with a log_file)
         self.output.append(out or "")
         return self.proc.returncode
 
