@@ -151,8 +151,7 @@ def controller_failover(cluster: common.Cluster, round_: int) -> tuple[float, fl
         epoch = int(zk.get("/controller_epoch")[0])
         survivors = [a for n, a in cluster.addresses.items() if n != old]
         log_mark = len(cluster.log_lines())
-        started = time.monotonic()
-        cluster.signal_node(old, signal.SIGKILL)
+        started = cluster.signal_node(old, signal.SIGKILL)
 
         def new_controller() -> bool:
             # The old id again only from the killed node's next run, once it won a
@@ -247,12 +246,16 @@ def main() -> None:
     if args.quick and not any(kv.startswith("zookeeper.session.timeout.ms=")
                               for kv in overrides):
         overrides.append("zookeeper.session.timeout.ms=6000")  # a shorter failover
+    session = next((kv.partition("=")[2] for kv in reversed(overrides)
+                    if kv.startswith("zookeeper.session.timeout.ms=")), "18000 (the default)")
     print(f"confluent-kafka {version('confluent-kafka')} (librdkafka {ck.libversion()[0]}); "
           f"{common.machine()}; N = {', '.join(map(str, counts))} nodes (pylog broker --nodes "
           f"N, zookeeper.connect set: N=1 is a ZooKeeper-mode node, not the embedded single "
           f"node); {partitions} partitions RF 1; {clients} producer then {clients} consumer "
-          f"processes; {records:,} records per run; medians of {repeat} rounds"
-          + "".join(f"; {kv}" for kv in overrides), flush=True)
+          f"processes; {records:,} records per run; medians of {repeat} rounds; "
+          f"zookeeper.session.timeout.ms {session}, ZooKeeper tickTime {common.ZK_TICK_MS} ms"
+          + "".join(f"; {kv}" for kv in overrides
+                    if not kv.startswith("zookeeper.session.timeout.ms=")), flush=True)
 
     rows = []  # (N, size, produce results, consume results)
     extra: dict[int, tuple[list, list, list, list]] = {}

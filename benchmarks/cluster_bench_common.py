@@ -230,11 +230,12 @@ class Cluster:
     def precise_cpu(self) -> bool:
         return bool(self.meters) and all(m.precise for m in self.meters.values())
 
-    def signal_node(self, node: int, sig: int) -> int:
-        """Send ``sig`` to node ``node``'s process; its pid."""
+    def signal_node(self, node: int, sig: int) -> float:
+        """Send ``sig`` to node ``node``'s process; when (time.monotonic())."""
         pid = self.node_pids()[node]
+        at = time.monotonic()
         os.kill(pid, sig)
-        return pid
+        return at
 
     def zookeeper(self) -> KazooClient:
         """A started ZooKeeper client in this cluster's chroot (stop and close it after)."""
@@ -450,8 +451,16 @@ def warm_group(bootstrap: str, group: str = "bench") -> None:
     benchmarks' consumers commit nothing, but librdkafka looks it up)."""
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                      "enable.auto.commit": False})
+    deadline = time.monotonic() + 120
     try:
-        c.committed([ck.TopicPartition("bench-warm-up", 0)], timeout=60)
+        while True:
+            try:
+                c.committed([ck.TopicPartition("bench-warm-up", 0)], timeout=60)
+                return
+            except ck.KafkaException:  # NOT_COORDINATOR while the topic is made: again
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         c.close()
 
