@@ -303,7 +303,8 @@ def main() -> None:
                                   f"after {c:.2f} s", file=sys.stderr, flush=True)
                     extra[n] = (answered, known, usable, elected, created)
                 except BaseException:
-                    print(f"cluster of {n} log's tail:\n{cluster.log_tail()}", file=sys.stderr)
+                    print(f"cluster of {n} log's tail:\n{cluster.log_tail()}\n"
+                          f"{common.zookeeper_report(zookeeper)}", file=sys.stderr)
                     raise
                 finally:
                     cluster.stop()

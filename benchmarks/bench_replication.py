@@ -157,12 +157,13 @@ def direct_ack(cluster: common.Cluster, topic: str, node: int, started: float,
 
 
 def failover_round(cluster: common.Cluster, topic: str, sig: int
-                   ) -> tuple[float | None, float, float, float]:
+                   ) -> tuple[float | None, float, float, float, int]:
     """From ``sig`` to the leader node: (s until ZooKeeper dropped its registration
     (kill -9; None for a SIGTERM, whose node stays registered while it moves its
     leaderships), s until a surviving node's Metadata names another leader, s until
     an acks=all Produce sent straight to that successor is acknowledged, s until
-    librdkafka's first acknowledgement of a record the successor wrote)."""
+    librdkafka's first acknowledgement of a record the successor wrote, and how many
+    acknowledged records the partition does not hold where they were acknowledged)."""
     before = wait_in_sync(cluster, topic)
     old, epoch = before.leader, before.epoch
     zk = cluster.zookeeper()
@@ -175,6 +176,7 @@ def failover_round(cluster: common.Cluster, topic: str, sig: int
         raise SystemExit("the failover topic's warm-up record was not acknowledged")
     sent: dict[int, float] = {}
     acked: dict[int, float] = {}  # offset -> when its acknowledgement arrived
+    value_at: dict[int, bytes] = {}  # offset -> the acknowledged record's value
     failed: list[object] = []
 
     def delivered(err: object, msg: ck.Message) -> None:
@@ -182,6 +184,7 @@ def failover_round(cluster: common.Cluster, topic: str, sig: int
             failed.append(err)
         else:  # produce() time + librdkafka's produce-to-delivery latency
             acked[msg.offset()] = sent[int(msg.value())] + msg.latency()
+            value_at[msg.offset()] = msg.value()
 
     log_mark = len(cluster.log_lines())
     started = cluster.signal_node(old, sig)
@@ -220,8 +223,14 @@ def failover_round(cluster: common.Cluster, topic: str, sig: int
     if not direct:
         raise SystemExit(f"no acks=all Produce acknowledged by the successor of node {old} "
                          f"in 120 s:\n{cluster.log_tail()}")
-    epochs = epochs_of(cluster, topic, min(acked))
-    after = [t - started for off, t in acked.items() if epochs.get(off, -1) > epoch]
+    held = records_of(cluster, topic, min(acked))
+    after = [t - started for off, t in acked.items() if off in held and held[off][0] > epoch]
+    lost = sorted(off for off, value in value_at.items()
+                  if off not in held or held[off][1] != value)
+    if lost:
+        print(f"  LOST: {len(lost)} acknowledged acks=all records are not in {topic}-0 "
+              f"where they were acknowledged (offsets {lost[:5]}...; signal {sig} to node "
+              f"{old})", file=sys.stderr, flush=True)
     if not after:
         raise SystemExit(f"no record acknowledged under a leader epoch after {epoch}")
     if failed:
@@ -232,22 +241,25 @@ def failover_round(cluster: common.Cluster, topic: str, sig: int
                       f"node {old} to restart", poll=0.2)
     wait_in_sync(cluster, topic)
     expired = gone[0] - started if gone else None
-    return expired, moved, direct[0], min(after)
+    return expired, moved, direct[0], min(after), len(lost)
 
 
-def epochs_of(cluster: common.Cluster, topic: str, start: int) -> dict[int, int]:
-    """offset -> leader epoch of partition 0's records from ``start`` to its end."""
+def records_of(cluster: common.Cluster, topic: str, start: int
+               ) -> dict[int, tuple[int, bytes | None]]:
+    """offset -> (leader epoch, value) of partition 0's records from ``start`` to
+    its end, as a consumer reads them now."""
     consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench",
                             "enable.auto.commit": False, "log_level": 0})
     try:
         _, high = consumer.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=30)
         consumer.assign([ck.TopicPartition(topic, 0, start)])
-        out: dict[int, int] = {}
+        out: dict[int, tuple[int, bytes | None]] = {}
         deadline = time.monotonic() + 60
         while (not out or max(out) < high - 1) and time.monotonic() < deadline:
             for m in consumer.consume(10000, 1):
                 if not m.error():
-                    out[m.offset()] = m.leader_epoch() if m.leader_epoch() is not None else -1
+                    epoch = m.leader_epoch()
+                    out[m.offset()] = (-1 if epoch is None else epoch, m.value())
         return out
     finally:
         consumer.close()
@@ -292,7 +304,7 @@ def main() -> None:
     rows: dict[str, list] = {}
     cpu_roles: dict[str, list[float]] = {"leader RF1": [], "leader RF3": [], "follower": []}
     lat: dict[str, list[float]] = {}
-    failovers: dict[str, list[tuple[float | None, float, float, float]]] = {}
+    failovers: dict[str, list[tuple[float | None, float, float, float, int]]] = {}
     with tempfile.TemporaryDirectory(prefix="pylog-bench-replication-") as data:
         zookeeper = common.start_zookeeper(Path(data) / "zookeeper")
         clusters: list[common.Cluster] = []
@@ -389,6 +401,7 @@ def main() -> None:
         except BaseException:
             for c in clusters:
                 print(f"log tail of {c.data_dir.name}:\n{c.log_tail()}", file=sys.stderr)
+            print(common.zookeeper_report(zookeeper), file=sys.stderr)
             raise
         finally:
             if mock is not None:
@@ -404,7 +417,7 @@ def print_table(rows: dict, cpu_roles: dict, lat: dict, failovers: dict, size: i
                 rate: int, lat_seconds: float, precise: bool) -> None:
     cols = ["test", "target", "setup", "rec/s", "MB/s", "ratio", "Kafka 2014",
             "broker CPU s/GB", "p50 ms", "p99 ms", "p99.9 ms", "session gone s", "moved s",
-            "direct ack s", "librdkafka ack s", "goal"]
+            "direct ack s", "librdkafka ack s", "acked lost", "goal"]
     table: list[list[str]] = []
 
     def row(**cells: str) -> None:
@@ -454,6 +467,7 @@ def print_table(rows: dict, cpu_roles: dict, lat: dict, failovers: dict, size: i
                "moved s": f"{med([r[1] for r in results]):.3f}",
                "direct ack s": f"{med([r[2] for r in results]):.3f}",
                "librdkafka ack s": f"{med([r[3] for r in results]):.3f}",
+               "acked lost": str(sum(r[4] for r in results)),
                "goal": f"< {goal_s:g} s: " + ("met" if worst < goal_s else
                                               f"missed (worst {worst:.2f})")})
     widths = [max(len(c), *(len(r[i]) for r in table)) for i, c in enumerate(cols)]
@@ -490,7 +504,9 @@ def print_table(rows: dict, cpu_roles: dict, lat: dict, failovers: dict, size: i
         f"{SEND_EVERY_S * 1000:g} ms while it answers an error) is acknowledged: the "
         "broker's own failover; librdkafka ack s: until the producer's first "
         "acknowledgement of a record the successor wrote (its leader epoch), which adds "
-        "librdkafka's metadata refresh and retry back-off. kill -9: "
+        "librdkafka's metadata refresh and retry back-off; acked lost: acknowledged records "
+        "(all rounds) the partition did not hold at their offset afterwards (0 unless "
+        "replication lost data). kill -9: "
         "noticed when the dead node's ZooKeeper session expires (goal: session timeout + "
         "1 s); SIGTERM: the node's controlled shutdown moves its leaderships before it "
         "stops (goal: 1 s). goal: judged on the direct ack of the worst round.",

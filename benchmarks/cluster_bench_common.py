@@ -88,6 +88,18 @@ def start_zookeeper(data_dir: Path) -> ZooKeeperServer:
                            heap_opts=ZK_HEAP_OPTS, die_with_parent=True).start()
 
 
+def zookeeper_report(server: ZooKeeperServer, lines_: int = 15) -> str:
+    """For a failed run: whether the ZooKeeper server still runs, and its log's tail."""
+    proc = server.proc
+    state = ("running" if proc is not None and proc.poll() is None
+             else f"exited ({proc.returncode})" if proc is not None else "never started")
+    try:
+        tail = server.log_path.read_text(errors="replace").splitlines()[-lines_:]
+    except OSError:
+        tail = []
+    return f"ZooKeeper {server.address}: {state}; its log's tail:\n" + "\n".join(tail)
+
+
 def _override(argv: list[str], key: str) -> str | None:
     """The last ``--override key=value`` of a command line."""
     found = None

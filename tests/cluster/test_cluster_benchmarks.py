@@ -68,3 +68,4 @@ def test_bench_replication_quick() -> None:
         if row[col["test"]] == "failover":  # the successor acknowledged records
             assert count(row[col["direct ack s"]]) > 0
             assert count(row[col["librdkafka ack s"]]) > 0
+            assert row[col["acked lost"]] == "0"  # every acknowledged record kept
