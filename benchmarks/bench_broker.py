@@ -146,7 +146,7 @@ class CpuMeter:
 
 MOCK_HOST = r"""
 import sys, confluent_kafka as ck
-p = ck.Producer({"test.mock.num.brokers": 1, "log_level": 0})
+p = ck.Producer({"test.mock.num.brokers": int(sys.argv[1]), "log_level": 0})
 b = next(iter(p.list_topics(timeout=10).brokers.values()))
 print(f"{b.host}:{b.port}", flush=True)
 sys.stdin.read()  # until the benchmark closes our stdin
@@ -206,8 +206,11 @@ def start_pylog(data_dir: str, overrides: list[str]) -> Target:
     raise SystemExit("pylog broker did not start")
 
 
-def start_mock() -> Target:
-    proc = subprocess.Popen([sys.executable, "-c", MOCK_HOST], stdin=subprocess.PIPE,
+def start_mock(brokers: int = 1) -> Target:
+    """librdkafka's mock cluster of ``brokers`` in a process of its own; the
+    target's bootstrap is one of them (a client learns the others)."""
+    proc = subprocess.Popen([sys.executable, "-c", MOCK_HOST, str(brokers)],
+                            stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline().strip()
     if not line:
@@ -390,17 +393,23 @@ def consume_kcat(target: Target, topics: list[str], per_partition: int, passes: 
     return statistics.median(times) * passes
 
 
-def latency(target: Target, topic: str, rate: int, seconds: float, size: int) -> list[float]:
-    """Per-message latencies (ms) producing at a fixed ``rate``."""
-    producer = ck.Producer({"bootstrap.servers": target.bootstrap, "acks": "all",
+def latency(target: Target, topic: str, rate: int, seconds: float, size: int,
+            acks: str = "all", partitions: int = PARTITIONS) -> list[float]:
+    """Per-message latencies (ms) producing at a fixed ``rate`` (records that
+    failed are counted and said on stderr, not in the latencies)."""
+    producer = ck.Producer({"bootstrap.servers": target.bootstrap, "acks": acks,
                             "linger.ms": 5, "queue.buffering.max.messages": 1_000_000})
-    for p in range(PARTITIONS):  # warm up: metadata, connection, every partition
+    for p in range(partitions):  # warm up: metadata, connection, every partition
         producer.produce(topic, b"w", partition=p)
     producer.flush(30)
     lat: list[float] = []
+    failed = 0
 
     def delivered(err: object, msg: object) -> None:
-        if not err:
+        nonlocal failed
+        if err:
+            failed += 1
+        else:
             lat.append(msg.latency() * 1000)
 
     value = os.urandom(size)
@@ -424,6 +433,9 @@ def latency(target: Target, topic: str, rate: int, seconds: float, size: int) ->
     lat = lat[warmup:]  # delivery order: the warm-up second's reports come first
     if achieved < rate * 0.9:
         print(f"  note: {target.name} latency run reached only {achieved:,.0f} records/s",
+              file=sys.stderr)
+    if failed:
+        print(f"  note: {failed} records failed in {target.name}'s latency run",
               file=sys.stderr)
     return sorted(lat)
 
