@@ -343,13 +343,29 @@ class Controller:
                 self.ctx.states[tp] = found
         return changed
 
-    async def _elect_to(self, tp: TopicPartition, leader: int, isr: list[int]) -> bool:
-        """Make ``leader`` the leader of ``tp`` with ``isr`` (compare-and-set)."""
+    async def _elect_to(self, tp: TopicPartition, leader: int | None,
+                        among: list[int] | None = None, clean: bool = True) -> bool:
+        """Make ``leader`` (None: the current one) lead ``tp``, by
+        compare-and-set.  A clean election keeps to the current ISR: the ISR
+        is ``among`` (None: all of it) narrowed to it, and one whose leader
+        left it is given up (False).  On a conflict the state is read again
+        and all of it worked out anew: the controller's view may be older
+        than the leader's last ISR change, and an ISR written from it would
+        put a lagging replica back, one that could lead without records
+        acknowledged meanwhile.  An unclean election writes ``among``."""
         for _ in range(5):
             st = self.ctx.states.get(tp)
             if st is None:
                 return False
-            new = LeaderIsrState(leader, st.leader_epoch + 1, isr, self.epoch,
+            chosen = st.leader if leader is None else leader
+            if clean:
+                isr = [r for r in (st.isr if among is None else among) if r in st.isr]
+                if chosen != NO_LEADER and chosen not in isr:
+                    return False
+                isr = isr or list(st.isr)
+            else:
+                isr = list(among) if among else [chosen]
+            new = LeaderIsrState(chosen, st.leader_epoch + 1, isr, self.epoch,
                                  st.leader_recovery_state, st.zk_version)
             cas = await self._zk(self.zk.update_partition_state, tp[0], tp[1], new,
                                  st.zk_version, self.epoch_zk_version)
@@ -604,7 +620,7 @@ class Controller:
                 in_sync = [r for r in live if r in st.isr]
                 chosen = (in_sync or live or [None])[0]
                 if chosen is None or not await self._elect_to(
-                        tp, chosen, in_sync if in_sync else [chosen]):
+                        tp, chosen, in_sync or [chosen], clean=bool(in_sync)):
                     results.append((*tp, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                                     f"Failed to elect leader for partition {tp[0]}-{tp[1]} "
                                     "under strategy UncleanLeaderElectionStrategy"))
@@ -618,7 +634,7 @@ class Controller:
                                     "Leader election not needed for topic partition."))
                     continue
                 if preferred not in ctx.live or preferred not in st.isr or not \
-                        await self._elect_to(tp, preferred, list(st.isr)):
+                        await self._elect_to(tp, preferred):
                     results.append((*tp, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                                     f"Failed to elect leader for partition {tp[0]}-{tp[1]} "
                                     "under strategy PreferredReplicaPartitionLeaderElection"
@@ -652,7 +668,7 @@ class Controller:
             if off and len(off) * 100 / len(tps) > threshold_percent:
                 moves += [tp for tp in off if broker in ctx.states[tp].isr]
         changed = [tp for tp in moves
-                   if await self._elect_to(tp, ctx.replicas(tp)[0], list(ctx.states[tp].isr))]
+                   if await self._elect_to(tp, ctx.replicas(tp)[0])]
         if changed:
             log.info("controller: preferred leaders back for %d partitions", len(changed))
             self._tell(changed)
@@ -738,7 +754,7 @@ class Controller:
                  target, adding, removing)
         st = ctx.states[tp]
         # A new leader epoch, so every replica takes the new replica set.
-        await self._elect_to(tp, st.leader, [r for r in st.isr if r in replicas])
+        await self._elect_to(tp, None, [r for r in st.isr if r in replicas])
         self._tell([tp])
         await self._maybe_finish_reassignment(tp)
         return (ErrorCode.NONE, None)
@@ -760,11 +776,12 @@ class Controller:
         isr = [r for r in st.isr if r in target]
         leader = st.leader if st.leader in target and st.leader in ctx.live else \
             next((r for r in target if r in isr and r in ctx.live), NO_LEADER)
+        if not await self._elect_to(tp, leader, isr):
+            return  # the ISR changed meanwhile: its change notice brings us back
         a = ctx.assignments[tp[0]]
         a.partitions[tp[1]] = target
         a.adding_replicas.pop(tp[1], None)
         a.removing_replicas.pop(tp[1], None)
-        await self._elect_to(tp, leader, isr)
         cas = await self._zk(self.zk.set_topic_assignment, a, None, self.epoch_zk_version)
         if not cas.succeeded:
             ctx.assignments[tp[0]] = await self._zk(self.zk.get_topic_assignment, tp[0])

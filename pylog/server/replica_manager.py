@@ -177,6 +177,17 @@ class ReplicaManager:
             log.warning("ignoring LeaderAndIsr for %s-%d at leader epoch %d: %d applied "
                         "already", topic, index, leader_epoch, part.leader_epoch)
             return int(ErrorCode.STALE_CONTROLLER_EPOCH)
+        if part is not None and leader_epoch == part.leader_epoch \
+                and partition_epoch < part.partition_epoch:
+            # The same epoch from a controller that read the state before
+            # this leader changed the ISR: taken, it would put back an older
+            # ISR (a high watermark that leaves out a replica ZooKeeper has
+            # in the ISR, which may then lead without the records acknowledged
+            # meanwhile).  Kafka ignores a LeaderAndIsr that is not newer.
+            log.info("ignoring LeaderAndIsr for %s-%d at leader epoch %d: partition epoch "
+                     "%d, %d applied already", topic, index, leader_epoch, partition_epoch,
+                     part.partition_epoch)
+            return int(ErrorCode.STALE_CONTROLLER_EPOCH)
         if part is None:
             part = self._partition((topic, index), make_log())
         lg = part.log

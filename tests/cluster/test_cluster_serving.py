@@ -238,11 +238,10 @@ def test_transactions_are_verified_by_a_coordinator_on_another_node(
     assert create_topic(three_nodes.address(0), topic, 6).error_code == 0
     led = settled_leaders(three_nodes.addresses, topic, 6)
 
-    def coordinator() -> int | None:
-        r = wire_request(three_nodes.address(0), ApiKey.FIND_COORDINATOR, 4,
-                     {"key_type": 1, "coordinator_keys": [txn_id]}).coordinators[0]
-        return r.node_id if r.error_code == 0 else None
-    coordinator_id = wait_for(coordinator, AGREE_TIMEOUT_S, "the transaction's coordinator")
+    wait_for(lambda: _coordinator(three_nodes.address(0), 1, txn_id) is not None,
+             AGREE_TIMEOUT_S, "the transaction's coordinator")  # node 0 may be it
+    coordinator_id = _coordinator(three_nodes.address(0), 1, txn_id)
+    assert coordinator_id is not None
     coord = three_nodes.address(coordinator_id)
     init = wait_for(lambda: (r := wire_request(coord, ApiKey.INIT_PRODUCER_ID, 4, {
         "transactional_id": txn_id, "transaction_timeout_ms": 60000, "producer_id": -1,

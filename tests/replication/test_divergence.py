@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from confluent_kafka import KafkaError
 from node_cluster import NodeCluster, segment_bytes
 from replication_workload import codes, produce, read_log
@@ -71,10 +70,6 @@ def test_returning_leader_truncates_records_the_new_leader_never_had(
     assert f"truncating {topic}-0 to {5 + len(kept)}" in nodes.nodes[old].log_text()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pylog bug: Log.truncate_to(offset >= log end) returns without truncating the leader "
-    "epoch cache (Kafka's UnifiedLog.truncateTo does), so the replica fetches again with "
-    "the empty epoch, gets the same diverging epoch, and loops forever"))
 def test_replica_that_led_an_epoch_without_writing_follows_the_next_leader(
         start_nodes: Callable[..., NodeCluster], topic: str) -> None:
     """A node becomes leader (its new epoch starts at its log end in its
