@@ -36,6 +36,7 @@ from kazoo.client import KazooClient
 
 from pylog.cluster import lines
 from pylog.cluster.node_process import NODE_READY_LINE
+from pylog.cluster.processes import children, override_of
 from pylog.orphans import die_with_parent
 from pylog.protocol import ApiKey, decode_response, encode_request
 from pylog.zk.server import ZooKeeperServer
@@ -98,33 +99,6 @@ def zookeeper_report(server: ZooKeeperServer, lines_: int = 15) -> str:
     except OSError:
         tail = []
     return f"ZooKeeper {server.address}: {state}; its log's tail:\n" + "\n".join(tail)
-
-
-def _override(argv: list[str], key: str) -> str | None:
-    """The last ``--override key=value`` of a command line."""
-    found = None
-    for arg, value in zip(argv, argv[1:], strict=False):
-        if arg == "--override" and value.startswith(key + "="):
-            found = value.partition("=")[2]
-    return found
-
-
-def _children(ppid: int) -> dict[int, list[str]]:
-    """Live children of ``ppid`` (pid -> argv), from /proc."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                state, parent = f.read().rpartition(")")[2].split()[:2]
-            if int(parent) != ppid or state == "Z":
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                out[int(name)] = [a.decode(errors="replace") for a in f.read().split(b"\0")[:-1]]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return out
 
 
 @dataclass
@@ -219,8 +193,8 @@ class Cluster:
         if self.nodes == 1:
             return {0: self.proc.pid} if self.proc.poll() is None else {}
         out = {}
-        for pid, argv in _children(self.proc.pid).items():
-            node = _override(argv, "broker.id")
+        for pid, argv in children(self.proc.pid).items():
+            node = override_of(argv, "broker.id")
             if node is not None and "pylog" in argv:
                 out[int(node)] = pid
         return out

@@ -17,6 +17,7 @@ from broker_process import free_ports, wait_for
 from zk_process import HEAP_OPTS
 
 from pylog.cluster import lines
+from pylog.cluster.processes import argv_of, children, override_of
 
 # Liveness bounds (never speed thresholds): ZooKeeper's JVM and N nodes
 # starting on a shared 2-core machine; a stop that may wait for all of them.
@@ -29,36 +30,8 @@ SESSION_TIMEOUT_MS = 6000
 SESSION_TIMEOUT = f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"
 
 
-def argv_of(pid: int) -> list[str] | None:
-    """A live process's command line; None once it is gone (or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().rpartition(")")[2].split()[0] == "Z":
-                return None
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode(errors="replace") for a in f.read().split(b"\0")[:-1]]
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
 def alive(pid: int) -> bool:
     return argv_of(pid) is not None
-
-
-def children(ppid: int) -> dict[int, list[str]]:
-    """The live child processes of ``ppid``: pid -> argv."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                state, parent = f.read().rpartition(")")[2].split()[:2]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(parent) == ppid and state != "Z" and (argv := argv_of(int(name))):
-            out[int(name)] = argv
-    return out
 
 
 def processes_with(text: str) -> list[int]:
@@ -66,15 +39,6 @@ def processes_with(text: str) -> list[int]:
     dir: what a cluster started there left running)."""
     return [int(name) for name in os.listdir("/proc")
             if name.isdigit() and any(text in arg for arg in argv_of(int(name)) or ())]
-
-
-def override_of(argv: list[str], key: str) -> str | None:
-    """The last ``--override key=value`` of a pylog command line (the one that wins)."""
-    found = None
-    for arg, value in zip(argv, argv[1:], strict=False):
-        if arg == "--override" and value.startswith(key + "="):
-            found = value.partition("=")[2]
-    return found
 
 
 class ClusterProcess:
