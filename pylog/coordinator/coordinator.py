@@ -23,17 +23,19 @@ injectable for tests).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pylog.coordinator import records as fmt
+from pylog.coordinator.acked import after, then
 from pylog.coordinator.group import Group, GroupState, Member
 from pylog.coordinator.group_loader import LoadedGroups, read_groups
-from pylog.coordinator.internal_topic import NotCoordinatorError
+from pylog.coordinator.internal_topic import NotCoordinatorError, NotEnoughReplicasError
 from pylog.coordinator.offsets_store import (
     OFFSETS_TOPIC,
     OffsetsStore,
@@ -60,6 +62,17 @@ OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
 # instead of holding a long rebalance (say max.poll.interval.ms of hours) open.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 TopicPartition = tuple[str, int]
+Commits = dict[TopicPartition, int]  # an offset commit's answer: each partition's error
+T = TypeVar("T")
+# What an append's error becomes in a coordinator's answer (Kafka's
+# GroupMetadataManager: storeOffsets and storeGroup alike; a timeout differs).
+_APPEND_ERRORS = {
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+}
 
 
 @dataclass
@@ -73,6 +86,9 @@ class CoordinatorConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     offsets_topic_segment_bytes: int = 104857600
+    # The group's writes wait for the in-sync replicas (-1), at most this long.
+    offsets_commit_required_acks: int = -1
+    offsets_commit_timeout_ms: int = 5000
 
     @classmethod
     def from_broker(cls, cfg: Any) -> CoordinatorConfig:
@@ -80,7 +96,8 @@ class CoordinatorConfig:
                    cfg["offsets.retention.check.interval.ms"],
                    cfg["group.initial.rebalance.delay.ms"],
                    cfg["group.min.session.timeout.ms"], cfg["group.max.session.timeout.ms"],
-                   cfg["offsets.topic.segment.bytes"])
+                   cfg["offsets.topic.segment.bytes"], cfg["offsets.commit.required.acks"],
+                   cfg["offsets.commit.timeout.ms"])
 
 
 @dataclass
@@ -125,6 +142,11 @@ class OffsetCommit:
     leader_epoch: int = -1
     metadata: str | None = ""
     commit_timestamp: int = -1  # OffsetCommit v1 only
+
+
+def _applied(group: Group, write: asyncio.Future) -> None:
+    if group.applying is write:  # the group's last write took effect: none left
+        group.applying = None
 
 
 def _java_length(text: str) -> int:
@@ -296,13 +318,26 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         return asyncio.get_running_loop()
 
     def _store(self, group: Group, entries: list[fmt.Entry],
-               producer: tuple[int, int] | None = None) -> int:
-        """Append to the group's offsets partition; NONE or the error to answer.
-        ``producer``: (id, epoch) of the transaction the records belong to."""
+               producer: tuple[int, int] | None = None, *, acks: int | None = None,
+               offsets: bool = True) -> int | asyncio.Future[int]:
+        """Append to the group's offsets partition (Kafka's appendForGroup:
+        offsets.commit.required.acks, -1 unless set, so the in-sync replicas
+        have it before it counts; the cleanup's tombstones pass ``acks`` 0).
+        NONE or the error to answer, now, or a future of it when the write
+        waits for followers.  ``producer``: (id, epoch) of the transaction
+        the records belong to.  ``offsets``: offset records (storeOffsets'
+        errors), else the group's metadata (storeGroup's)."""
+        if acks is None:
+            acks = self.config.offsets_commit_required_acks
+        if acks not in (-1, 0, 1):  # as ReplicaManager.appendRecords
+            return E.INVALID_REQUIRED_ACKS
         try:
-            self.store.append(group.group_id, entries, producer)
+            replication = self.store.append(group.group_id, entries, producer, acks=acks,
+                                            timeout_ms=self.config.offsets_commit_timeout_ms)
         except RecordBatchTooLargeError:
-            return E.INVALID_COMMIT_OFFSET_SIZE
+            return E.INVALID_COMMIT_OFFSET_SIZE if offsets else E.UNKNOWN_SERVER_ERROR
+        except NotEnoughReplicasError:
+            return E.COORDINATOR_NOT_AVAILABLE
         except NotCoordinatorError:  # the partition's leadership moved meanwhile
             return E.NOT_COORDINATOR
         except OSError as exc:
@@ -315,11 +350,33 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
             log.exception("writing to %s failed for group %s", "__consumer_offsets",
                           group.group_id)
             return E.COORDINATOR_NOT_AVAILABLE
-        return E.NONE
+        if replication is None:
+            return E.NONE
+        if offsets:
+            return then(replication, lambda code: _APPEND_ERRORS.get(code, code))
+        return then(replication, lambda code: E.REBALANCE_IN_PROGRESS
+                    if code == E.REQUEST_TIMED_OUT else _APPEND_ERRORS.get(code, code))
 
-    def _store_group(self, group: Group, assignments: dict[str, bytes] | None = None) -> int:
+    def _write(self, group: Group, entries: list[fmt.Entry], step: Callable[[int], T],
+               producer: tuple[int, int] | None = None, *, offsets: bool = True
+               ) -> T | asyncio.Future[T]:
+        """:meth:`_store`, then ``step(error)``, which changes what the write
+        changes (Kafka's putCacheCallback): at once when the write has nobody
+        to wait for, else once it has, and after the group's writes appended
+        before it took effect.  ``step``'s result, or a future of it."""
+        result = then(after(group.applying, self._store(group, entries, producer,
+                                                        offsets=offsets)), step)
+        if isinstance(result, asyncio.Future):
+            group.applying = result
+            result.add_done_callback(functools.partial(_applied, group))
+        return result
+
+    def _store_group(self, group: Group, step: Callable[[int], T],
+                     assignments: dict[str, bytes] | None = None) -> T | asyncio.Future[T]:
+        """The group's metadata as it is now (Kafka's storeGroup), then ``step``."""
         value = fmt.group_value(group.stored(assignments))
-        return self._store(group, [(fmt.group_key(group.group_id), value)])
+        return self._write(group, [(fmt.group_key(group.group_id), value)], step,
+                           offsets=False)
 
     @staticmethod
     def _finish_join(member: Member, result: JoinResult) -> None:
@@ -518,10 +575,14 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
             group.leader_id = joined.member_id
         group.init_next_generation(self.time_ms())
         if group.is_(S.EMPTY):
-            error = self._store_group(group)
-            if error:
-                log.warning("failed to write empty metadata for group %s: %s",
-                            group.group_id, error)
+            def stored(error: int) -> None:
+                if error:
+                    # As Kafka: nobody is in the group, so the previous
+                    # generation coming back after a failover is harmless.
+                    log.warning("failed to write empty metadata for group %s: %s",
+                                group.group_id, E(error).name)
+
+            self._store_group(group, stored)
             return
         log.info("stabilized group %s generation %d with %d members (protocol %s)",
                  group.group_id, group.generation, len(group.members), group.protocol)
@@ -616,23 +677,30 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         if group.is_(S.STABLE):
             if group.protocol in set(new.protocol_names()) and \
                     group.select_protocol() == group.protocol:
-                error = self._store_group(group)
-                if error:
-                    group.replace_static_member(instance_id, member_id, old)
-                    old.timer = None  # cancelled above: the old member's session resumes
-                    self._heartbeat(group, old)
-                    return JoinResult(error, "")
-                self._heartbeat(group, new)
-                new.is_new = False
-                leader = group.is_leader(member_id)
-                if leader and req.version >= 9:
-                    result = self._join_result(group, new)
-                    result.skip_assignment = True
-                    return result
-                # Before v9 a restarted leader is told the old id leads, so it does
-                # not run an assignment that nobody would receive.
-                return JoinResult(E.NONE, member_id, group.generation, group.protocol_type,
-                                  group.protocol, old_id if leader else group.leader_id or "")
+                def stored(error: int) -> JoinResult:
+                    if error:
+                        if group.members.get(member_id) is new and not group.is_(S.DEAD):
+                            group.replace_static_member(instance_id, member_id, old)
+                            old.timer = None  # cancelled above: its session resumes
+                            self._heartbeat(group, old)
+                        return JoinResult(error, "")
+                    if group.members.get(member_id) is not new:
+                        # Gone while its metadata was written (fenced, unloaded).
+                        return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
+                    self._heartbeat(group, new)
+                    new.is_new = False
+                    leader = group.is_leader(member_id)
+                    if leader and req.version >= 9:
+                        result = self._join_result(group, new)
+                        result.skip_assignment = True
+                        return result
+                    # Before v9 a restarted leader is told the old id leads, so it
+                    # does not run an assignment that nobody would receive.
+                    return JoinResult(E.NONE, member_id, group.generation,
+                                      group.protocol_type, group.protocol,
+                                      old_id if leader else group.leader_id or "")
+
+                return self._store_group(group, stored)
             return self._update_member_and_rebalance(group, new, req, "static member "
                                                      "rejoined with new protocols")
         return self._update_member_and_rebalance(group, new, req,
@@ -737,18 +805,28 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         member.sync_future = fut = self._loop.create_future()
         if group.is_leader(member_id):
             full = {mid: assignments.get(mid, b"") for mid in group.members}
-            error = self._store_group(group, full)
-            if error:
-                for m in group.members.values():
-                    m.assignment = b""
-                    self._finish_sync(m, SyncResult(error))
-                self._prepare_rebalance(group, "storing the assignment failed")
-                return fut
-            for m in group.members.values():
-                m.assignment = full[m.member_id]
-                self._finish_sync(m, self._sync_result(group, m.assignment))
-            group.transition(S.STABLE, self.time_ms())
+            self._store_group(group, functools.partial(self._assigned, group, group.generation,
+                                                       full), full)
         return fut
+
+    def _assigned(self, group: Group, generation: int, full: dict[str, bytes],
+                  error: int) -> None:
+        """The leader's assignment was written (Kafka's storeGroup callback in
+        doSyncGroup): every member gets its part, unless the group moved on
+        meanwhile (another rebalance, unloaded); or, when it was not
+        written, the error, and the group rebalances."""
+        if not group.is_(S.COMPLETING_REBALANCE) or group.generation != generation:
+            return
+        if error:
+            for m in group.members.values():
+                m.assignment = b""
+                self._finish_sync(m, SyncResult(error))
+            self._prepare_rebalance(group, "storing the assignment failed")
+            return
+        for m in group.members.values():
+            m.assignment = full.get(m.member_id, b"")
+            self._finish_sync(m, self._sync_result(group, m.assignment))
+        group.transition(S.STABLE, self.time_ms())
 
     @staticmethod
     def _sync_result(group: Group, assignment: bytes) -> SyncResult:
@@ -843,7 +921,7 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
 
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
                        instance_id: str | None, commits: list[OffsetCommit],
-                       retention_ms: int = -1) -> dict[TopicPartition, int]:
+                       retention_ms: int = -1) -> Commits | asyncio.Future[Commits]:
         # As KafkaApis.handleOffsetCommitRequest: partitions that do not exist
         # are answered UNKNOWN_TOPIC_OR_PARTITION before the group is asked
         # anything (who asks, which generation), and a request naming only
@@ -851,14 +929,12 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         known, unknown = self._split_known(commits)
         if not known:
             return unknown
-        errors = self._commit_known(group_id, generation, member_id, instance_id, known,
-                                    retention_ms)
-        errors.update(unknown)
-        return errors
+        return then(self._commit_known(group_id, generation, member_id, instance_id, known,
+                                       retention_ms), lambda errors: errors | unknown)
 
     def _commit_known(self, group_id: str, generation: int, member_id: str,
                       instance_id: str | None, commits: list[OffsetCommit],
-                      retention_ms: int) -> dict[TopicPartition, int]:
+                      retention_ms: int) -> Commits | asyncio.Future[Commits]:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {(c.topic, c.partition): code for c in commits}
 
@@ -891,7 +967,7 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
 
     def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                            generation: int, member_id: str, instance_id: str | None,
-                           commits: list[OffsetCommit]) -> dict[TopicPartition, int]:
+                           commits: list[OffsetCommit]) -> Commits | asyncio.Future[Commits]:
         """TxnOffsetCommit (Kafka's handleTxnCommitOffsets): the offsets are
         written to the group's partition in the producer's transaction and
         count once its COMMIT marker is written there (:meth:`complete_txn`).
@@ -919,9 +995,8 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
             error = E.ILLEGAL_GENERATION
         if error:
             return unknown | {(c.topic, c.partition): error for c in known}
-        errors = self._do_commit(group, known, -1, (producer_id, producer_epoch))
-        errors.update(unknown)
-        return errors
+        return then(self._do_commit(group, known, -1, (producer_id, producer_epoch)),
+                    lambda errors: errors | unknown)
 
     def complete_txn(self, partition: int, producer_id: int, producer_epoch: int,
                      commit: bool, coordinator_epoch: int = 0) -> None:
@@ -970,7 +1045,9 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         return found
 
     def _do_commit(self, group: Group, commits: list[OffsetCommit], retention_ms: int,
-                   producer: tuple[int, int] | None = None) -> dict[TopicPartition, int]:
+                   producer: tuple[int, int] | None = None) -> Commits | asyncio.Future[Commits]:
+        """Kafka's storeOffsets: the offsets count (the cache has them) and
+        the commit is answered once the write is in the in-sync replicas."""
         now = self.time_ms()
         errors: dict[TopicPartition, int] = {}
         entries: list[fmt.Entry] = []
@@ -989,20 +1066,26 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
                                           ts + retention_ms if retention_ms >= 0 else None)
                 values[tp] = value
                 entries.append((fmt.offset_key(group.group_id, *tp), fmt.offset_value(value)))
-        if entries:
-            error = self._store(group, entries, producer)
-            if error == E.NONE and producer is None:
-                group.offsets.update(values)
-                if self.pending_txn:  # newer than any open transaction's value of these
-                    supersede_pending(self.pending_txn,
-                                      self.store.partition_for(group.group_id),
-                                      {k for k, _ in entries})
-            elif error == E.NONE:  # counted at the transaction's COMMIT marker
-                self.pending_txn.setdefault(
-                    (self.store.partition_for(group.group_id), producer[0]), []).extend(entries)
+        if not entries:
+            return errors
+
+        def stored(error: int) -> dict[TopicPartition, int]:
+            # A group unloaded (or deleted) meanwhile keeps nothing (Kafka:
+            # unless the group is Dead).
+            if error == E.NONE and not group.is_(S.DEAD):
+                partition = self.store.partition_for(group.group_id)
+                if producer is None:
+                    group.offsets.update(values)
+                    if self.pending_txn:  # newer than any open transaction's value
+                        supersede_pending(self.pending_txn, partition,
+                                          {k for k, _ in entries})
+                else:  # counted at the transaction's COMMIT marker
+                    self.pending_txn.setdefault((partition, producer[0]), []).extend(entries)
             for tp in values:
                 errors[tp] = error
-        return errors
+            return errors
+
+        return self._write(group, entries, stored, producer)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
                       ) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -1014,10 +1097,19 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
             return dict(offsets)
         return {tp: offsets.get(tp) for tp in partitions}
 
+    def _tombstone(self, group: Group, entries: list[fmt.Entry]) -> int:
+        """Tombstones, as Kafka's cleanupGroupMetadata writes them: acks 0,
+        nothing waited for (one lost with its leader is written again by the
+        next cleanup), so always answered now."""
+        error = self._store(group, entries, acks=0)
+        assert isinstance(error, int)
+        return error
+
     def _tombstone_offsets(self, group: Group, tps: list[TopicPartition]) -> int:
         if not tps:
             return E.NONE
-        error = self._store(group, [(fmt.offset_key(group.group_id, *tp), None) for tp in tps])
+        error = self._tombstone(group, [(fmt.offset_key(group.group_id, *tp), None)
+                                        for tp in tps])
         if error == E.NONE:
             for tp in tps:
                 group.offsets.pop(tp, None)
@@ -1027,7 +1119,7 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
         """An Empty group without offsets is gone: Dead, and its metadata tombstoned."""
         if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
             group.transition(S.DEAD, self.time_ms())
-            self._store(group, [(fmt.group_key(group.group_id), None)])
+            self._tombstone(group, [(fmt.group_key(group.group_id), None)])
             if self.groups.get(group.group_id) is group:
                 del self.groups[group.group_id]
 
@@ -1106,7 +1198,7 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
                 entries: list[fmt.Entry] = [(fmt.offset_key(group_id, *tp), None)
                                             for tp in group.offsets]
                 entries.append((fmt.group_key(group_id), None))
-                error = self._store(group, entries)
+                error = self._tombstone(group, entries)
                 if error == E.NONE:
                     group.transition(S.DEAD, self.time_ms())
                     group.offsets.clear()

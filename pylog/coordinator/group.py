@@ -115,6 +115,10 @@ class Group:
     rebalance_timer: asyncio.TimerHandle | None = None
     initial_delay_remaining_ms: int = 0
     in_initial_delay: bool = False
+    # The last of the group's writes still waiting for the in-sync replicas
+    # (pylog.coordinator.acked): the next one takes effect after it, so the
+    # cache changes in the order the log does.
+    applying: asyncio.Future | None = None
 
     # -- state -----------------------------------------------------------------
 

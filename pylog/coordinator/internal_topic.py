@@ -11,8 +11,9 @@ partitions LeaderAndIsr gives it.  The coordinators see only this protocol
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from pylog.log import Log
@@ -25,6 +26,19 @@ PartitionCount = Callable[[str], "int | None"]
 class NotCoordinatorError(Exception):
     """A write to a partition this node does not lead (any more): the
     request that caused it is answered NOT_COORDINATOR."""
+
+
+# What an append still waits for: None when nothing (one node, acks 0 or 1,
+# an ISR of this node alone), else a future of the outcome once the in-sync
+# replicas have it: NONE, or the error Kafka's DelayedProduce gives
+# (NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER).
+Replication: TypeAlias = "asyncio.Future[int] | None"
+
+
+class NotEnoughReplicasError(Exception):
+    """An acks=-1 write to a partition with fewer in-sync replicas than its
+    min.insync.replicas: refused before anything was appended (Kafka's
+    NOT_ENOUGH_REPLICAS; each coordinator maps it to its own error)."""
 
 
 class InternalTopic(Protocol):
@@ -48,6 +62,16 @@ class InternalTopic(Protocol):
 
     def leader_log(self, partition: int) -> Log | None:
         """The log of ``partition`` when this node leads it; None otherwise."""
+        ...
+
+    def append(self, partition: int, records: bytearray, acks: int,
+               timeout_ms: int) -> tuple[int, Replication]:
+        """Append ``records`` to ``partition`` as its leader, as Kafka's
+        ReplicaManager.appendRecords does for a coordinator: its base offset,
+        and with ``acks`` -1 the wait for the in-sync replicas (at most
+        ``timeout_ms``).  Raises NotCoordinatorError when this node does not
+        lead the partition, NotEnoughReplicasError (acks -1 only), and what
+        Log.append raises."""
         ...
 
     def storage_failed(self, message: str, exc: OSError) -> None:

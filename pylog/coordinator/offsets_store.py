@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 from pylog.coordinator import records as fmt
-from pylog.coordinator.internal_topic import InternalTopic, NotCoordinatorError
+from pylog.coordinator.internal_topic import InternalTopic, NotCoordinatorError, Replication
 from pylog.log.errors import OffsetOutOfRangeError
 from pylog.records import BatchBuilder, read_batches
 from pylog.records.markers import marker_batch, marker_of
@@ -33,13 +33,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# Kafka's defaults for the internal topic: compacted, 100 MiB segments
-# (offsets.topic.segment.bytes gives the segment size it is created with).
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+# Kafka's offsetsTopicConfigs: compacted, 100 MiB segments
+# (offsets.topic.segment.bytes gives the segment size it is created with), the
+# producer's compression; no min.insync.replicas of its own (the broker's).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600",
+                         "compression.type": "producer"}
 # The smallest segment.bytes a topic takes (Kafka's LogConfig: the v0 record
 # overhead); offsets.topic.segment.bytes only has to be at least 1.
 _MIN_SEGMENT_BYTES = 14
 _READ_CHUNK = 1 << 20
+# How long a write waits for the in-sync replicas unless told otherwise:
+# offsets.commit.timeout.ms's default.
+DEFAULT_TIMEOUT_MS = 5000
 
 Entry = tuple[bytes, bytes | None]  # key, value (None: tombstone)
 # What a partition holds, in order: (producer id, marker, key, value).  A plain
@@ -99,25 +104,27 @@ class OffsetsStore:
                                       None if key is None else self.partition_for(key))
         return self.topic.partition_count() is not None
 
-    def _log(self, partition: int) -> Log:
+    def _append(self, partition: int, records: bytearray, acks: int,
+                timeout_ms: int) -> tuple[int, Replication]:
         if self.topic.partition_count() is None:
             self.topic.ensure_created(self.configured_partitions, self.topic_configs,
                                       partition)
-        found = self.topic.leader_log(partition)
-        if found is None:
-            raise NotCoordinatorError(f"{self.TOPIC}-{partition} is not led by this node")
-        return found
+        return self.topic.append(partition, records, acks, timeout_ms)
 
     def storage_failed(self, message: str, exc: OSError) -> None:
         self.topic.storage_failed(message, exc)
 
     def append(self, key: str, entries: list[Entry],
-               producer: tuple[int, int] | None = None) -> int:
+               producer: tuple[int, int] | None = None, *, acks: int = -1,
+               timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Replication:
         """Write one batch of records to ``key``'s partition (a group id, a
-        transactional id); its base offset.  ``producer``: (id, epoch) of the
-        transaction the records belong to (TxnOffsetCommit).  Raises what
-        Log.append raises, and NotCoordinatorError when this node does not
-        lead the partition (the coordinator maps them to error codes)."""
+        transactional id) with ``acks`` (Kafka's coordinators: -1); what is
+        left to wait for, the in-sync replicas' copy (None: nothing, at most
+        ``timeout_ms``).  ``producer``: (id, epoch) of the transaction the
+        records belong to (TxnOffsetCommit).  Raises what Log.append raises,
+        NotCoordinatorError when this node does not lead the partition and
+        NotEnoughReplicasError when it has too few in-sync replicas (the
+        coordinators map them to error codes)."""
         now = self.time_ms()
         builder = BatchBuilder() if producer is None else BatchBuilder(
             producer_id=producer[0], producer_epoch=producer[1], base_sequence=-1,
@@ -125,16 +132,20 @@ class OffsetsStore:
         for k, value in entries:
             builder.append(now, k, value)
         partition = self.partition_for(key)
-        offset = self._log(partition).append(bytearray(builder.build())).base_offset
+        offset, replication = self._append(partition, bytearray(builder.build()), acks,
+                                           timeout_ms)
         if producer is not None and self.on_txn_write is not None:
             self.on_txn_write(partition, producer[0], producer[1], offset, None, 0)
-        return offset
+        return replication
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
                       commit: bool, coordinator_epoch: int = 0) -> int:
-        """A transaction marker in ``partition``; its offset."""
-        offset = self._log(partition).append(marker_batch(
-            producer_id, producer_epoch, commit, coordinator_epoch, self.time_ms())).base_offset
+        """A transaction marker in ``partition``; its offset.  Written as the
+        leader's (acks=1), as pylog writes every marker for now: Kafka's
+        WriteTxnMarkers waits for the in-sync replicas."""
+        offset, _ = self._append(partition, marker_batch(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.time_ms()), 1,
+            DEFAULT_TIMEOUT_MS)
         if self.on_txn_write is not None:
             self.on_txn_write(partition, producer_id, producer_epoch, offset, commit,
                               coordinator_epoch)

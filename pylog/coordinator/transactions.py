@@ -25,25 +25,35 @@ The state machine is Kafka's (KIP-98):
   Prepare write and sends the markers after); a crash between the steps
   leaves a Prepare state that the next election of its partition completes
   (:meth:`TransactionCoordinator.complete_prepared`).  Markers carry the
-  partition's coordinator epoch (its leader epoch at the election).
+  partition's coordinator epoch (its leader epoch at the election).  A
+  Complete write that fails is tried again until it is written (Kafka's
+  txnLogAppendRetryQueue).
 * A transaction open longer than its timeout is aborted under a bumped
   epoch (``transaction.abort.timed.out.transaction.cleanup.interval.ms``),
   and an id idle for ``transactional.id.expiration.ms`` is forgotten.
 
 Every change is written to ``__transaction_state`` (:mod:`pylog.coordinator.txn_log`)
 before it is answered or acted on; the state is read back at each election.
+As Kafka's appendTransactionToLog, a write is acks=-1: refused while the
+partition has fewer in-sync replicas than its min.insync.replicas
+(transaction.state.log.min.isr in a cluster), and the state changes only
+once the in-sync replicas have it, meanwhile the id is pending and requests
+for it get CONCURRENT_TRANSACTIONS (:mod:`pylog.coordinator.acked`: at once
+on a single node).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from pylog.coordinator.internal_topic import NotCoordinatorError
+from pylog.coordinator.acked import then
+from pylog.coordinator.internal_topic import NotCoordinatorError, NotEnoughReplicasError
 from pylog.coordinator.ownership import Ownership, PartitionedCoordinator
 from pylog.coordinator.txn_log import (
     TXN_TOPIC,
@@ -55,6 +65,7 @@ from pylog.coordinator.txn_log import (
     txn_key,
     txn_value,
 )
+from pylog.log import RecordBatchTooLargeError
 from pylog.protocol import ErrorCode
 from pylog.protocol.errors import TopicError
 
@@ -76,6 +87,25 @@ MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a
 MarkerWriter = Callable[[str, int, int, int, bool, int], object]
 # Transactional ids of one partition as read from its log (None: removed).
 LoadedTxns = dict[str, "TxnMetadata | None"]
+# A write's answer: the error code now, or a future of it.
+Acked: TypeAlias = "int | asyncio.Future[int]"
+# What an append's error becomes in the coordinator's answer (Kafka's
+# appendTransactionToLog: a timeout too lets the client retry).
+_APPEND_ERRORS = {
+    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
+    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
+    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
+    E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+    E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
+}
+# Kafka's request.timeout.ms: how long a tombstone's write waits for the
+# in-sync replicas (a state's waits its transaction's timeout).
+REQUEST_TIMEOUT_MS = 30_000
+# Between tries of a Complete state the log refused.
+RETRY_BACKOFF_S = 0.1
 
 
 class ProducerIdSource(Protocol):
@@ -133,6 +163,7 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         self.producer_ids = producer_ids
         self.write_marker = write_marker
         self.txns: dict[str, TxnMetadata] = {}  # of the partitions owned
+        self._tasks: set[asyncio.Task] = set()  # completions in the background
 
     # -- partitions: election and resignation ----------------------------------------
 
@@ -190,35 +221,71 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
                     partition is not None
                     and self.store.partition_for(m.transactional_id) != partition):
                 continue
+            if m.pending:
+                continue
             commit = m.state == T.PREPARE_COMMIT
             log.info("completing the %s of transactional id %r found at the election of "
                      "its partition", "commit" if commit else "abort", m.transactional_id)
-            try:
-                self._complete(m, commit, self._write_markers(m, commit))
-            except NotCoordinatorError:
+            code = self._complete(m, commit, self._write_markers(m, commit))
+            if code == E.NOT_COORDINATOR:
                 continue  # resigned meanwhile: the next coordinator completes it
-            except OSError as exc:
-                self._storage_error(exc)
-                break
             done += 1
         return done
 
     def _persist(self, m: TxnMetadata, state: TxnState, *, partitions: set | None = None,
                  start_ms: int | None = None, producer: tuple[int, int] | None = None,
-                 timeout_ms: int | None = None) -> None:
-        """Write ``m`` as changed to the log, then change ``m`` (a failed
-        write changes nothing: it raises)."""
+                 timeout_ms: int | None = None) -> Acked:
+        """Write ``m`` as changed to the log, then change ``m`` (Kafka's
+        appendTransactionToLog and its callback): NONE, or the error to
+        answer with ``m`` unchanged, now or -- the write waiting for the
+        in-sync replicas, ``m`` pending meanwhile -- as a future."""
         pid, epoch = producer if producer else (m.producer_id, m.producer_epoch)
         new = TxnMetadata(m.transactional_id, pid, epoch,
                           m.timeout_ms if timeout_ms is None else timeout_ms, state,
                           m.partitions if partitions is None else partitions, self.time_ms(),
                           m.start_ms if start_ms is None else start_ms)
-        self.store.append(m.transactional_id, [(txn_key(m.transactional_id), txn_value(new))])
-        if (pid, epoch) != (m.producer_id, m.producer_epoch):
+        txn_id = m.transactional_id
+        try:
+            replication = self.store.append(txn_id, [(txn_key(txn_id), txn_value(new))],
+                                            timeout_ms=new.timeout_ms)
+        except NotEnoughReplicasError:
+            return E.COORDINATOR_NOT_AVAILABLE
+        except NotCoordinatorError:  # the partition's leadership moved meanwhile
+            return E.NOT_COORDINATOR
+        except RecordBatchTooLargeError:
+            return E.UNKNOWN_SERVER_ERROR
+        except OSError as exc:
+            return self._storage_error(exc)
+        if replication is None:
+            self._apply(m, new)
+            return E.NONE
+        created = self.txns.get(txn_id) is not m
+        # A new id is known at once, pending, so a second InitProducerId
+        # waits for this one instead of making another.
+        self.txns.setdefault(txn_id, m)
+        m.pending = True
+
+        def replicated(code: int) -> int:
+            m.pending = False
+            code = _APPEND_ERRORS.get(code, code)
+            if code == E.NONE and self.txns.get(txn_id) is not m:
+                code = E.NOT_COORDINATOR  # its partition resigned (or reloaded) meanwhile
+            if code == E.NONE:
+                self._apply(m, new)
+            elif created and self.txns.get(txn_id) is m:
+                del self.txns[txn_id]
+            return code
+
+        return then(replication, replicated)
+
+    def _apply(self, m: TxnMetadata, new: TxnMetadata) -> None:
+        """``m`` takes the state ``new`` written to the log."""
+        if (new.producer_id, new.producer_epoch) != (m.producer_id, m.producer_epoch):
             m.last_producer_id, m.last_producer_epoch = m.producer_id, m.producer_epoch
-        m.producer_id, m.producer_epoch, m.timeout_ms = pid, epoch, new.timeout_ms
-        m.state, m.partitions, m.update_ms, m.start_ms = (state, new.partitions, new.update_ms,
-                                                          new.start_ms)
+        m.producer_id, m.producer_epoch, m.timeout_ms = (new.producer_id, new.producer_epoch,
+                                                         new.timeout_ms)
+        m.state, m.partitions, m.update_ms, m.start_ms = (new.state, new.partitions,
+                                                          new.update_ms, new.start_ms)
         self.txns[m.transactional_id] = m
 
     def _write_markers(self, m: TxnMetadata, commit: bool) -> list[asyncio.Future]:
@@ -237,83 +304,112 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
                               partition)
         return pending
 
-    def _end(self, m: TxnMetadata, commit: bool) -> None:
-        """Prepare, markers, Complete (the caller checked the state)."""
-        self._persist(m, T.PREPARE_COMMIT if commit else T.PREPARE_ABORT)
-        self._complete(m, commit, self._write_markers(m, commit))
+    def _end(self, m: TxnMetadata, commit: bool) -> Acked:
+        """Prepare, markers, Complete (the caller checked the state): the
+        error of the Prepare write, or NONE once it is written and the
+        markers and Complete follow it."""
+        def prepared(code: int) -> Acked:
+            if code:
+                return code
+            return self._complete(m, commit, self._write_markers(m, commit))
 
-    def _complete(self, m: TxnMetadata, commit: bool, pending: list[asyncio.Future]) -> None:
+        return then(self._persist(m, T.PREPARE_COMMIT if commit else T.PREPARE_ABORT),
+                    prepared)
+
+    def _complete(self, m: TxnMetadata, commit: bool, pending: list[asyncio.Future]) -> Acked:
         """The Complete state, once every marker is written: at once when they
         all were here, else when the other nodes acknowledged theirs (Kafka's
         TransactionMarkerChannelManager; meanwhile the id is in its Prepare
-        state and new requests for it get CONCURRENT_TRANSACTIONS)."""
-        if not pending:
-            self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
-                          partitions=set())
-            return
+        state and new requests for it get CONCURRENT_TRANSACTIONS).  NONE, or
+        NOT_COORDINATOR when the partition resigned (the next coordinator
+        completes it); a write refused otherwise is tried again later."""
         prepared = (m.producer_id, m.producer_epoch, m.state)
-        asyncio.get_running_loop().create_task(self._complete_later(m, commit, pending,
-                                                                    prepared))
+        if pending:
+            self._background(self._complete_later(m, commit, pending, prepared))
+            return E.NONE
+
+        def written(code: int) -> int:
+            if code in (E.NONE, E.NOT_COORDINATOR):
+                return code
+            log.warning("writing the Complete state of transactional id %r failed (%s): "
+                        "trying again", m.transactional_id, E(code).name)
+            self._background(self._complete_later(m, commit, [], prepared))
+            return E.NONE
+
+        return then(self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
+                                  partitions=set()), written)
+
+    def _background(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _complete_later(self, m: TxnMetadata, commit: bool,
                               pending: list[asyncio.Future], prepared: tuple) -> None:
         await asyncio.gather(*pending, return_exceptions=True)
-        if (m.producer_id, m.producer_epoch, m.state) != prepared:
-            return  # taken over meanwhile (a new coordinator, a reload)
-        if self.coordinator_error(m.transactional_id):
-            return  # resigned: the next coordinator completes it
-        try:
-            self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
-                          partitions=set())
-        except NotCoordinatorError:
-            pass
-        except OSError as exc:
-            self._storage_error(exc)
+        while True:
+            if (m.producer_id, m.producer_epoch, m.state) != prepared:
+                return  # taken over meanwhile (a new coordinator, a reload)
+            if self.coordinator_error(m.transactional_id) or \
+                    self.txns.get(m.transactional_id) is not m:
+                return  # resigned: the next coordinator completes it
+            code = self._persist(m, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT,
+                                 partitions=set())
+            if isinstance(code, asyncio.Future):
+                code = await code
+            if code in (E.NONE, E.NOT_COORDINATOR):
+                return
+            await asyncio.sleep(RETRY_BACKOFF_S)
 
     def _bumped(self, m: TxnMetadata) -> tuple[int, int]:
         if m.producer_epoch >= MAX_EPOCH - 1:
             return self.producer_ids.next_id(), 0
         return m.producer_id, m.producer_epoch + 1
 
-    def _fence_and_abort(self, m: TxnMetadata) -> None:
+    def _fence_and_abort(self, m: TxnMetadata) -> Acked:
         """Abort ``m``'s open transaction under a bumped epoch (Kafka's
         PrepareEpochFence): its producer can neither write nor end it."""
+        fenced: Acked = E.NONE
         if m.producer_epoch < MAX_EPOCH - 1:
-            self._persist(m, m.state, producer=(m.producer_id, m.producer_epoch + 1))
-        self._end(m, commit=False)
+            fenced = self._persist(m, m.state, producer=(m.producer_id, m.producer_epoch + 1))
+        return then(fenced, lambda code: code or self._end(m, commit=False))
 
     # -- requests --------------------------------------------------------------------
 
     def init_producer_id(self, transactional_id: str, timeout_ms: int,
                          producer_id: int = -1, producer_epoch: int = -1
-                         ) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for InitProducerId."""
+                         ) -> tuple[int, int, int] | asyncio.Future[tuple[int, int, int]]:
+        """(error, producer id, epoch) for InitProducerId, or a future of it."""
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
         error = self.coordinator_error(transactional_id, create=True)
         if error:
             return error, -1, -1
         m = self.txns.get(transactional_id)
-        try:
-            if m is None:
-                m = TxnMetadata(transactional_id, self.producer_ids.next_id(), 0, timeout_ms)
-                self._persist(m, T.EMPTY, partitions=set())
-                return E.NONE, m.producer_id, m.producer_epoch
-            if producer_id >= 0:  # KIP-360: a producer recovering its own id
-                if (producer_id, producer_epoch) == (m.last_producer_id, m.last_producer_epoch) \
-                        and m.state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
-                    return E.NONE, m.producer_id, m.producer_epoch  # a retry of the bump
-                if (producer_id, producer_epoch) != (m.producer_id, m.producer_epoch):
-                    return E.PRODUCER_FENCED, -1, -1
-            if m.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
-                return E.CONCURRENT_TRANSACTIONS, -1, -1
-            if m.state == T.ONGOING:
-                self._fence_and_abort(m)
-            self._persist(m, T.EMPTY, partitions=set(), start_ms=-1,
-                          producer=self._bumped(m), timeout_ms=timeout_ms)
-        except (OSError, NotCoordinatorError) as exc:
-            return self._write_error(exc), -1, -1
-        return E.NONE, m.producer_id, m.producer_epoch
+        if m is None:
+            m = TxnMetadata(transactional_id, self.producer_ids.next_id(), 0, timeout_ms)
+            return then(self._persist(m, T.EMPTY, partitions=set()),
+                        functools.partial(_init_answer, m))
+        if m.pending:
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        if producer_id >= 0:  # KIP-360: a producer recovering its own id
+            if (producer_id, producer_epoch) == (m.last_producer_id, m.last_producer_epoch) \
+                    and m.state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
+                return E.NONE, m.producer_id, m.producer_epoch  # a retry of the bump
+            if (producer_id, producer_epoch) != (m.producer_id, m.producer_epoch):
+                return E.PRODUCER_FENCED, -1, -1
+        if m.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        ended = self._fence_and_abort(m) if m.state == T.ONGOING else E.NONE
+
+        def bump(code: int) -> tuple[int, int, int] | asyncio.Future[tuple[int, int, int]]:
+            if code:
+                return code, -1, -1
+            return then(self._persist(m, T.EMPTY, partitions=set(), start_ms=-1,
+                                      producer=self._bumped(m), timeout_ms=timeout_ms),
+                        functools.partial(_init_answer, m))
+
+        return then(ended, bump)
 
     def _check_producer(self, m: TxnMetadata | None, producer_id: int,
                         producer_epoch: int) -> int:
@@ -321,13 +417,14 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
             return E.INVALID_PRODUCER_ID_MAPPING
         if m.producer_epoch != producer_epoch:
             return E.PRODUCER_FENCED
-        if m.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
+        if m.pending or m.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
             return E.CONCURRENT_TRANSACTIONS
         return E.NONE
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition]) -> int:
-        """Put ``partitions`` in the transaction (it is Ongoing from now)."""
+                       partitions: Iterable[TopicPartition]) -> Acked:
+        """Put ``partitions`` in the transaction (it is Ongoing from now): the
+        error, or a future of it."""
         error = self.coordinator_error(transactional_id)
         if error:
             return error
@@ -340,14 +437,12 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         if m.state == T.ONGOING and wanted <= m.partitions:
             return E.NONE
         start = m.start_ms if m.state == T.ONGOING else self.time_ms()
-        try:
-            self._persist(m, T.ONGOING, partitions=m.partitions | wanted, start_ms=start)
-        except (OSError, NotCoordinatorError) as exc:
-            return self._write_error(exc)
-        return E.NONE
+        return self._persist(m, T.ONGOING, partitions=m.partitions | wanted, start_ms=start)
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                commit: bool) -> int:
+                commit: bool) -> Acked:
+        """EndTxn: the error, or a future of it (answered once the Prepare
+        state is in the log's in-sync replicas)."""
         error = self.coordinator_error(transactional_id)
         if error:
             return error
@@ -357,11 +452,7 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
             return error
         assert m is not None
         if m.state == T.ONGOING:
-            try:
-                self._end(m, commit)
-            except (OSError, NotCoordinatorError) as exc:
-                return self._write_error(exc)
-            return E.NONE
+            return self._end(m, commit)
         if m.state == (T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT):
             return E.NONE  # a retry of the EndTxn that ended it
         return E.INVALID_TXN_STATE
@@ -404,14 +495,9 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         return E.NONE, list(self.txns.values())
 
     def _storage_error(self, exc: OSError) -> int:
+        """The disk refused a write: the dir goes offline, NOT_COORDINATOR to
+        the client, as in Kafka."""
         self.store.storage_failed(f"Error while appending to {self.store.TOPIC}", exc)
-        return E.NOT_COORDINATOR
-
-    def _write_error(self, exc: OSError | NotCoordinatorError) -> int:
-        """A write to the log failed: the dir goes offline, or the partition's
-        leadership moved; both NOT_COORDINATOR to the client, as in Kafka."""
-        if isinstance(exc, OSError):
-            return self._storage_error(exc)
         return E.NOT_COORDINATOR
 
     # -- periodic work ----------------------------------------------------------------
@@ -422,16 +508,14 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         now = self.time_ms() if now_ms is None else now_ms
         n = 0
         for m in list(self.txns.values()):
-            if m.state == T.ONGOING and m.start_ms + m.timeout_ms < now:
+            if m.state == T.ONGOING and not m.pending and m.start_ms + m.timeout_ms < now:
                 log.info("aborting the transaction of transactional id %r: open for more "
                          "than its timeout of %d ms", m.transactional_id, m.timeout_ms)
-                try:
-                    self._fence_and_abort(m)
-                except NotCoordinatorError:
-                    continue  # resigned meanwhile: the next coordinator aborts it
-                except OSError as exc:
-                    self._storage_error(exc)
-                    break
+                code = self._fence_and_abort(m)
+                if not isinstance(code, asyncio.Future) and code:
+                    # Resigned meanwhile (the next coordinator aborts it), or
+                    # the log refused: the next round tries again.
+                    continue
                 n += 1
         return n
 
@@ -441,16 +525,33 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         now = self.time_ms() if now_ms is None else now_ms
         doomed = [m for m in self.txns.values()
                   if m.state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT)
-                  and m.update_ms + self.config.id_expiration_ms <= now]
+                  and not m.pending and m.update_ms + self.config.id_expiration_ms <= now]
         removed = 0
         for m in doomed:
             try:
-                self.store.append(m.transactional_id, [(txn_key(m.transactional_id), None)])
-            except NotCoordinatorError:
-                continue  # resigned meanwhile
+                replication = self.store.append(m.transactional_id,
+                                                [(txn_key(m.transactional_id), None)],
+                                                timeout_ms=REQUEST_TIMEOUT_MS)
+            except (NotCoordinatorError, NotEnoughReplicasError):
+                continue  # resigned meanwhile, or too few in-sync replicas: later
             except OSError as exc:
                 self._storage_error(exc)
                 break
-            del self.txns[m.transactional_id]
             removed += 1
+            if replication is None:
+                del self.txns[m.transactional_id]
+            else:  # forgotten once the in-sync replicas have the tombstone
+                m.pending = True
+                replication.add_done_callback(functools.partial(self._expired, m))
         return removed
+
+    def _expired(self, m: TxnMetadata, replication: asyncio.Future[int]) -> None:
+        m.pending = False
+        if not replication.cancelled() and replication.result() == E.NONE \
+                and self.txns.get(m.transactional_id) is m:
+            del self.txns[m.transactional_id]
+
+
+def _init_answer(m: TxnMetadata, code: int) -> tuple[int, int, int]:
+    """InitProducerId's answer once ``m``'s new state is written (or not)."""
+    return (code, -1, -1) if code else (E.NONE, m.producer_id, m.producer_epoch)

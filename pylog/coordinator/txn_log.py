@@ -28,6 +28,9 @@ from pylog.coordinator.offsets_store import OffsetsStore
 from pylog.coordinator.records import Reader
 
 TXN_TOPIC = "__transaction_state"
+# Kafka's transactionTopicConfigs.  min.insync.replicas is
+# transaction.state.log.min.isr in a cluster (the node sets it when it asks
+# for the topic); the single node's one replica is its whole ISR.
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600",
                      "unclean.leader.election.enable": "false", "compression.type": "uncompressed",
                      "min.insync.replicas": "1"}
@@ -77,6 +80,9 @@ class TxnMetadata:
     # retries its InitProducerId gets the same answer (memory only, as Kafka).
     last_producer_id: int = -1
     last_producer_epoch: int = -1
+    # A write of its next state is waiting for the log's in-sync replicas
+    # (Kafka's pendingState): requests for it wait (CONCURRENT_TRANSACTIONS).
+    pending: bool = False
 
 
 def txn_key(transactional_id: str) -> bytes:

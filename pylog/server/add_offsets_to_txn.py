@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pylog.coordinator.acked import answer
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.protocol import ApiKey, ErrorCode
 from pylog.protocol.errors import TopicError
@@ -22,7 +23,7 @@ API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 VERSIONS = (0, 3)
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
     try:
         # The group's partition is in the transaction: __consumer_offsets is
         # created on first use here too, so its partition count is settled.
@@ -30,6 +31,7 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
     except TopicError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
     partition = node.groups.store.partition_for(body.group_id)
-    code = node.txns.add_partitions(body.transactional_id, body.producer_id,
-                                      body.producer_epoch, [(OFFSETS_TOPIC, partition)])
-    return {"throttle_time_ms": 0, "error_code": old_fenced(code, ctx.api_version)}
+    return answer(node.txns.add_partitions(body.transactional_id, body.producer_id,
+                                           body.producer_epoch, [(OFFSETS_TOPIC, partition)]),
+                  lambda code: {"throttle_time_ms": 0,
+                                "error_code": old_fenced(code, ctx.api_version)})

@@ -15,8 +15,10 @@ partition whose transaction this node coordinates
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
+from pylog.coordinator.acked import answer, then
 from pylog.protocol import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 4)
 FIRST_BATCHED = 4
+Codes = dict[tuple[str, int], int]  # each partition's answer
 
 
 def old_fenced(code: int, version: int, first_new: int = 2) -> int:
@@ -35,35 +38,53 @@ def old_fenced(code: int, version: int, first_new: int = 2) -> int:
     return code
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
+    """The answer, or (a cluster's coordinator waiting for its log's in-sync
+    replicas) an awaitable of it."""
     if ctx.api_version >= FIRST_BATCHED:
-        return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": [
-            {"transactional_id": txn.transactional_id,
-             "topic_results": _by_topic(_transaction(node, txn))}
-            for txn in body.transactions]}
+        results = [(txn.transactional_id, _transaction(node, txn)) for txn in body.transactions]
+        if any(isinstance(codes, asyncio.Future) for _, codes in results):
+            return _batched_later(results)
+        return _batched(results)  # type: ignore[arg-type]
     wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
     missing = {tp for tp in wanted if node.metadata.partition(*tp) is None}
     if missing:
-        codes = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
-                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
-    else:
-        code = node.txns.add_partitions(
-            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-            body.v3_and_below_producer_epoch, wanted)
-        code = old_fenced(code, ctx.api_version)
-        codes = dict.fromkeys(wanted, code)
+        return _v3({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
+    return answer(node.txns.add_partitions(
+        body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
+        body.v3_and_below_producer_epoch, wanted),
+        lambda code: _v3(dict.fromkeys(wanted, old_fenced(code, ctx.api_version))))
+
+
+def _v3(codes: Codes) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _by_topic(codes)}
 
 
-def _transaction(node: NodeServices, txn: Any) -> dict[tuple[str, int], int]:
-    """One transaction of a v4 request: each partition's answer."""
+def _batched(results: list[tuple[str, Codes]]) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": [
+        {"transactional_id": txn_id, "topic_results": _by_topic(codes)}
+        for txn_id, codes in results]}
+
+
+async def _batched_later(results: list[tuple[str, Codes | asyncio.Future[Codes]]]
+                         ) -> dict[str, Any]:
+    return _batched([(txn_id, await asyncio.shield(codes)
+                      if isinstance(codes, asyncio.Future) else codes)
+                     for txn_id, codes in results])
+
+
+def _transaction(node: NodeServices, txn: Any) -> Codes | asyncio.Future[Codes]:
+    """One transaction of a v4 request: each partition's answer (a future of
+    them while the coordinator's write waits for the in-sync replicas)."""
     wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
     txn_id = txn.transactional_id
     if not txn_id:
         return dict.fromkeys(wanted, ErrorCode.INVALID_REQUEST)
     if not txn.verify_only:
-        return dict.fromkeys(wanted, node.txns.add_partitions(
-            txn_id, txn.producer_id, txn.producer_epoch, wanted))
+        return then(node.txns.add_partitions(txn_id, txn.producer_id, txn.producer_epoch,
+                                             wanted),
+                    lambda code: dict.fromkeys(wanted, code))
     error = node.txns.coordinator_error(txn_id)
     if error:
         return dict.fromkeys(wanted, error)
@@ -76,7 +97,7 @@ def _transaction(node: NodeServices, txn: Any) -> dict[tuple[str, int], int]:
     return out
 
 
-def _by_topic(codes: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+def _by_topic(codes: Codes) -> list[dict[str, Any]]:
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, p), code in codes.items():
         by_topic.setdefault(topic, []).append({"partition_index": p,

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pylog.coordinator import CoordinatorConfig, GroupCoordinator
-from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.coordinator.offsets_store import OFFSETS_TOPIC, OffsetsStore
 from pylog.coordinator.transactions import TransactionCoordinator, TxnConfig
 from pylog.coordinator.txn_log import TXN_TOPIC
 from pylog.io.backend import get_backend
@@ -250,14 +250,20 @@ class Broker:
         """(partitions, replication factor, configs) of an internal topic, as
         its coordinator makes it in a cluster; None for another topic."""
         if name == OFFSETS_TOPIC:
-            store = self.groups.store
+            store: OffsetsStore = self.groups.store
             rf = self.config["offsets.topic.replication.factor"]
+            configs = dict(store.topic_configs)
         elif name == TXN_TOPIC:
             store = self.txns.store
             rf = self.config["transaction.state.log.replication.factor"]
+            # Kafka's transactionTopicConfigs: the log's writes (acks=-1) need
+            # this many in-sync replicas.  (The single node's replica is the
+            # whole ISR: its topic keeps min.insync.replicas=1.)
+            configs = dict(store.topic_configs, **{
+                "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
         else:
             return None
-        return store.configured_partitions, rf, dict(store.topic_configs)
+        return store.configured_partitions, rf, configs
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.delete(name)

@@ -332,6 +332,10 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "offsets.topic.num.partitions": (_int(1, INT_MAX), "50"),
     # Segment size of __consumer_offsets (compacted): Kafka's default, 100 MiB.
     "offsets.topic.segment.bytes": (_int(1, INT_MAX), "104857600"),
+    # The group coordinator's writes: acks=-1 (in the in-sync replicas before
+    # they count and are answered), waited for at most this long.
+    "offsets.commit.required.acks": (_int(-32768, 32767), "-1"),
+    "offsets.commit.timeout.ms": (_int(1, INT_MAX), "5000"),
     "offsets.retention.minutes": (_int(1, INT_MAX), "10080"),
     "offsets.retention.check.interval.ms": (_POS, "600000"),
     "group.initial.rebalance.delay.ms": (_int(0, INT_MAX), "3000"),
@@ -437,6 +441,10 @@ class BrokerConfig:
             self._values["node.id"] = self["broker.id"]
         if "log.dir" in self.originals and "log.dirs" not in self.originals:
             self._values["log.dirs"] = self["log.dir"]
+        if not -1 <= self["offsets.commit.required.acks"] <= \
+                self["offsets.topic.replication.factor"]:  # KafkaConfig.validateValues
+            raise ConfigError("offsets.commit.required.acks must be greater or equal -1 and "
+                              "less or equal to offsets.topic.replication.factor")
         self._client_listeners = self._check_listeners()
         try:
             self.log_config = LogConfig.from_props(self._log_props())

@@ -2,13 +2,16 @@
 
 The coordinator writes PrepareCommit/PrepareAbort, the markers into every
 partition of the transaction, then CompleteCommit/CompleteAbort, and this
-answers after the last step (:mod:`pylog.coordinator.transactions`).
+answers after the last step, or in a cluster once the Prepare state is in
+the in-sync replicas and the markers are on their way
+(:mod:`pylog.coordinator.transactions`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pylog.coordinator.acked import answer
 from pylog.protocol import ApiKey
 from pylog.server.add_partitions_to_txn import old_fenced
 
@@ -19,7 +22,8 @@ API_KEY = ApiKey.END_TXN
 VERSIONS = (0, 3)
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
-    code = node.txns.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
-                               body.committed)
-    return {"throttle_time_ms": 0, "error_code": old_fenced(code, ctx.api_version)}
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
+    return answer(node.txns.end_txn(body.transactional_id, body.producer_id,
+                                    body.producer_epoch, body.committed),
+                  lambda code: {"throttle_time_ms": 0,
+                                "error_code": old_fenced(code, ctx.api_version)})

@@ -8,6 +8,7 @@ it (and aborting a transaction it left open).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pylog.protocol import ApiKey, ErrorCode
@@ -26,7 +27,7 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
             "producer_epoch": epoch}
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
     if (body.producer_id < 0) != (body.producer_epoch < 0):
         # As KafkaApis: an id without an epoch, or an epoch without an id.
         return _answer(ErrorCode.INVALID_REQUEST)
@@ -35,10 +36,13 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
         if not txn_id:  # TransactionCoordinator.handleInitProducerId
             return _answer(ErrorCode.INVALID_REQUEST)
         try:
-            code, pid, epoch = node.txns.init_producer_id(
+            result = node.txns.init_producer_id(
                 txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch)
         except ProducerIdsUnavailable:
             return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if isinstance(result, asyncio.Future):  # the log's in-sync replicas are waited for
+            return _later(result, ctx.api_version)
+        code, pid, epoch = result
         return _answer(old_fenced(code, ctx.api_version, 4), pid, epoch)
     # As Kafka's TransactionCoordinator for a null transactional id: a new id,
     # always; the one a client names (KIP-360 bump) is not handed back, since
@@ -47,3 +51,12 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
         return _answer(ErrorCode.NONE, node.producer_ids.next_id(), 0)
     except ProducerIdsUnavailable:  # a cluster's ZooKeeper is away: the client retries
         return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+
+async def _later(result: asyncio.Future[tuple[int, int, int]], version: int
+                 ) -> dict[str, Any]:
+    try:
+        code, pid, epoch = await asyncio.shield(result)
+    except ProducerIdsUnavailable:  # a new id was wanted after the wait
+        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return _answer(old_fenced(code, version, 4), pid, epoch)

@@ -18,24 +18,54 @@ is that protocol over the node's topics and replica manager.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
+from pylog.coordinator.internal_topic import NotCoordinatorError, NotEnoughReplicasError
 from pylog.log.errors import LogClosedError
+from pylog.server.partition import isr_too_small
 
 if TYPE_CHECKING:
-    from pylog.coordinator.internal_topic import PartitionCount
+    from pylog.coordinator.internal_topic import PartitionCount, Replication
     from pylog.coordinator.ownership import PartitionedCoordinator
     from pylog.log import Log
     from pylog.log.dir_failure import LogDirFailureChannel
     from pylog.server.metadata_cache import MetadataCache
-    from pylog.server.replica_manager import ReplicaManager
+    from pylog.server.replica_manager import ReplicaManager, Waiting
     from pylog.server.topic_admin import TopicAdmin
     from pylog.server.topics import TopicRegistry
 
 log = logging.getLogger(__name__)
+
+
+def leader_append(replicas: ReplicaManager, topic: str, partition: int, records: bytearray,
+                  acks: int, timeout_ms: int) -> tuple[int, Replication]:
+    """A coordinator's append (InternalTopic.append), as a produce's: the
+    min.insync.replicas check before it with acks -1, the follower fetches
+    parked on the partition woken after it, and with acks -1 the wait for
+    the high watermark (ReplicaManager.replicated) -- none on a partition
+    whose ISR is this node alone (the single node), whose high watermark
+    follows its log end."""
+    part = replicas.leader_partition(topic, partition)
+    if isinstance(part, int) or part.log is None:
+        raise NotCoordinatorError(f"{topic}-{partition} is not led by this node")
+    lg = part.log
+    if acks == -1 and len(part.isr) < lg.config.min_insync_replicas:
+        raise NotEnoughReplicasError(isr_too_small(part))
+    result = lg.append(records)
+    replicas.notify_append(topic, partition)
+    if acks != -1 or lg.hw_follows_leo:
+        return result.base_offset, None
+    return result.base_offset, asyncio.get_running_loop().create_task(
+        _replicated(replicas, [(part, result.last_offset + 1)], timeout_ms))
+
+
+async def _replicated(replicas: ReplicaManager, waiting: list[Waiting], timeout_ms: int) -> int:
+    outcome = await replicas.replicated(waiting, timeout_ms)
+    return next(iter(outcome.values()))[0] if outcome else 0
 
 
 class LocalInternalTopic:
@@ -85,6 +115,12 @@ class LocalInternalTopic:
             return None  # no such partition (the topic was deleted)
         found = self.replicas.leader_log(self.name, partition)
         return None if isinstance(found, int) else found
+
+    def append(self, partition: int, records: bytearray, acks: int,
+               timeout_ms: int) -> tuple[int, Replication]:
+        if self.topics.ensure_partition(self.name, partition) is None:  # made now if missing
+            raise NotCoordinatorError(f"{self.name}-{partition} does not exist")
+        return leader_append(self.replicas, self.name, partition, records, acks, timeout_ms)
 
     def storage_failed(self, message: str, exc: OSError) -> None:
         self.topics.logs.failures.fail(message, exc)
@@ -174,6 +210,10 @@ class ClusterInternalTopic:
     def leader_log(self, partition: int) -> Log | None:
         found = self.replicas.leader_log(self.name, partition)
         return None if isinstance(found, int) else found
+
+    def append(self, partition: int, records: bytearray, acks: int,
+               timeout_ms: int) -> tuple[int, Replication]:
+        return leader_append(self.replicas, self.name, partition, records, acks, timeout_ms)
 
     def storage_failed(self, message: str, exc: OSError) -> None:
         self.failures.fail(message, exc)

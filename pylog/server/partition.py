@@ -34,6 +34,15 @@ if TYPE_CHECKING:
 NO_LEADER = -1
 
 
+def isr_too_small(part: Partition) -> str:
+    """Why an acks=all write to ``part`` is refused (Kafka's NotEnoughReplicas
+    message): fewer in-sync replicas than its min.insync.replicas."""
+    config = part.log.config if part.log is not None else None
+    min_isr = config.min_insync_replicas if config is not None else "?"
+    return (f"The size of the current ISR {part.isr} is insufficient to satisfy the min.isr "
+            f"requirement of {min_isr} for partition {part.topic}-{part.index}")
+
+
 class FollowerState:
     """What the leader knows of one follower (Kafka's Replica)."""
 

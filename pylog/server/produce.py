@@ -16,7 +16,6 @@ node coordinates is verified there first (:mod:`pylog.server.txn_verification`).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import struct
 import time
@@ -33,12 +32,13 @@ from pylog.log import RecordBatchTooLargeError, RecordSetTooLargeError
 from pylog.log.errors import LogClosedError
 from pylog.net.connection import CloseConnection, Throttled
 from pylog.protocol import ApiKey, ErrorCode, encode_response
+from pylog.server.partition import isr_too_small
 from pylog.server.producer_state import max_timestamp, producer_batch
 from pylog.server.txn_verification import produce_error
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices
-    from pylog.server.partition import Partition
+    from pylog.server.replica_manager import Waiting
 
 API_KEY = ApiKey.PRODUCE
 # v3 is the first with record batches (magic 2), the only format pylog stores.
@@ -63,9 +63,6 @@ _ZSTD = 4
 # Produce v10 (KIP-951): NOT_LEADER_OR_FOLLOWER names the current leader.
 FIRST_CURRENT_LEADER = 10
 _NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-# A partition an acks=all request waits on: (partition, the offset the high
-# watermark must reach).
-Waiting = tuple["Partition", int]
 # A partition's answer, in the order encode_produce_response takes it:
 # (index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message)
 PartitionResponse = tuple[int, int, int, int, int, "str | None"]
@@ -117,7 +114,7 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
     config = log.config
     if acks == -1 and len(part.isr) < config.min_insync_replicas:
         # Partition.appendRecordsToLeader: checked before the append.
-        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, _isr_too_small(part, config))
+        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, isr_too_small(part))
     batch = producer_batch(records)
     producers = None
     if batch is not None and batch.first_seq < 0:  # as Kafka's LogValidator.validateBatch
@@ -195,12 +192,6 @@ def _append(node: NodeServices, topic: str, index: int, records: Any,
         # (Kafka's DelayedProduce).
         waiting.append((part, result.last_offset + 1))
     return (index, 0, result.base_offset, result.log_append_time, log.log_start_offset, None)
-
-
-def _isr_too_small(part: Partition, config: Any) -> str:
-    return (f"The size of the current ISR {part.isr} is insufficient to satisfy the min.isr "
-            f"requirement of {config.min_insync_replicas} for partition "
-            f"{part.topic}-{part.index}")
 
 
 def handle_frame(node: NodeServices, frame: bytearray) -> bytes | Throttled | None:
@@ -387,45 +378,12 @@ async def _replicated(node: NodeServices, version: int, correlation_id: int,
                       timeout_ms: int, started: int, throttle: int) -> bytes | Throttled:
     """acks=all on replicated partitions (Kafka's DelayedProduce): answered
     when every partition's high watermark passes its batch, or at
-    ``timeout_ms`` (REQUEST_TIMED_OUT for those it did not pass).  One that
-    passed with fewer in-sync replicas than min.insync.replicas is
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND; one this node stopped leading meanwhile
-    is NOT_LEADER_OR_FOLLOWER."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(timeout_ms, 0) / 1000
-    pending = list(waiting)
-    while pending:
-        pending = [(p, offset) for p, offset in pending
-                   if p.is_leader and p.log is not None and p.log.high_watermark < offset]
-        left = deadline - loop.time()
-        if not pending or left <= 0 or node.stopping:
-            break
-        woken = loop.create_future()
-        timer = loop.call_at(deadline, _wake, woken)
-        keys = [(p.topic, p.index) for p, _ in pending]
-        node.replicas.add_waiter(keys, woken)
-        try:
-            await woken
-        finally:
-            timer.cancel()
-            node.replicas.remove_waiter(keys, woken)
-    outcome: dict[tuple[str, int], tuple[int, str | None]] = {}
-    for part, offset in waiting:
-        if not part.is_leader or part.log is None:
-            outcome[(part.topic, part.index)] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, None)
-        elif part.log.high_watermark < offset:
-            outcome[(part.topic, part.index)] = (ErrorCode.REQUEST_TIMED_OUT, None)
-        elif len(part.isr) < part.log.config.min_insync_replicas:
-            outcome[(part.topic, part.index)] = (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                                                 _isr_too_small(part, part.log.config))
+    ``timeout_ms``; those that did not make it get the error
+    :meth:`ReplicaManager.replicated` gives them."""
+    outcome = await node.replicas.replicated(waiting, timeout_ms)
     if outcome:
         responses = [(name, [_error(r[0], *outcome[(name, r[0])]) if (name, r[0]) in outcome
                              else r for r in rows]) for name, rows in responses]
     # (The request quota counts the loop's time, not the wait.)
     return _respond(node, version, correlation_id, client_id, responses,
                     time.perf_counter_ns() if started else 0, throttle)
-
-
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)

@@ -27,7 +27,7 @@ from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.protocol import ErrorCode
 from pylog.records.markers import marker_batch
 from pylog.server import producer_state
-from pylog.server.partition import NO_LEADER, Partition
+from pylog.server.partition import NO_LEADER, Partition, isr_too_small
 from pylog.server.producer_state import PartitionProducers, ProducerBatch
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ _NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 IsrWriter = Callable[[Partition, list[int]], Awaitable[bool]]
 # (partition, producer id, producer epoch, commit, coordinator epoch)
 OffsetsMarker = Callable[[int, int, int, bool, int], None]
+# A partition an acks=all write waits on: (partition, the offset its high
+# watermark must reach).
+Waiting = tuple[Partition, int]
 
 
 class ReplicaManager:
@@ -292,6 +295,44 @@ class ReplicaManager:
                     count += 1
         return count
 
+    async def replicated(self, waiting: list[Waiting], timeout_ms: int
+                         ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """acks=all (Kafka's DelayedProduce), for a produce and for the
+        coordinators' writes alike: until every partition's high watermark
+        reaches its offset (the in-sync replicas have the write), at most
+        ``timeout_ms`` or until the node stops.  The partitions that did not
+        make it, with their error and message: NOT_LEADER_OR_FOLLOWER (this
+        node stopped leading meanwhile), REQUEST_TIMED_OUT, or
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND (made it with fewer in-sync replicas
+        than min.insync.replicas); empty when all did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        pending = list(waiting)
+        while pending:
+            pending = [(p, offset) for p, offset in pending
+                       if p.is_leader and p.log is not None and p.log.high_watermark < offset]
+            if not pending or deadline <= loop.time() or self.stopping:
+                break
+            woken = loop.create_future()
+            timer = loop.call_at(deadline, _wake, woken)
+            keys = [(p.topic, p.index) for p, _ in pending]
+            self.add_waiter(keys, woken)
+            try:
+                await woken
+            finally:
+                timer.cancel()
+                self.remove_waiter(keys, woken)
+        outcome: dict[TopicPartition, tuple[int, str | None]] = {}
+        for part, offset in waiting:
+            if not part.is_leader or part.log is None:
+                outcome[(part.topic, part.index)] = (_NOT_LEADER, None)
+            elif part.log.high_watermark < offset:
+                outcome[(part.topic, part.index)] = (int(ErrorCode.REQUEST_TIMED_OUT), None)
+            elif len(part.isr) < part.log.config.min_insync_replicas:
+                outcome[(part.topic, part.index)] = (
+                    int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND), isr_too_small(part))
+        return outcome
+
     def led(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 
@@ -522,3 +563,8 @@ class ReplicaManager:
         await loop.run_in_executor(self.snapshot_executor, self._write_snapshots,
                                    self.snapshot_jobs())
         self.snapshot_executor.shutdown(wait=True)
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pylog.coordinator.coordinator import OffsetCommit
+from pylog.coordinator.acked import answer
+from pylog.coordinator.coordinator import Commits, OffsetCommit
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
 from pylog.coordinator.txn_log import TXN_TOPIC
 from pylog.protocol import ApiKey, ErrorCode
@@ -30,7 +31,7 @@ def _coordinated_here(node: NodeServices, transactional_id: str) -> bool:
     return found is None or found.leader == node.node_id
 
 
-def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]:
+def handle(node: NodeServices, ctx: RequestContext, body: Any) -> Any:
     version = ctx.api_version
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
                             p.committed_leader_epoch if version >= 2 else -1,
@@ -49,14 +50,17 @@ def handle(node: NodeServices, ctx: RequestContext, body: Any) -> dict[str, Any]
     if code == ErrorCode.INVALID_PRODUCER_EPOCH:
         code = ErrorCode.PRODUCER_FENCED
     if code:
-        errors = {(c.topic, c.partition): old_fenced(code, version) for c in commits}
-    else:
-        generation = body.generation_id if version >= 3 else -1
-        member = body.member_id if version >= 3 else ""
-        instance = body.group_instance_id if version >= 3 else None
-        errors = node.groups.commit_txn_offsets(body.group_id, body.producer_id,
-                                                  body.producer_epoch, generation, member,
-                                                  instance, commits)
+        return _response({(c.topic, c.partition): old_fenced(code, version) for c in commits})
+    generation = body.generation_id if version >= 3 else -1
+    member = body.member_id if version >= 3 else ""
+    instance = body.group_instance_id if version >= 3 else None
+    # Answered once the offsets are in the in-sync replicas (as OffsetCommit).
+    return answer(node.groups.commit_txn_offsets(body.group_id, body.producer_id,
+                                                 body.producer_epoch, generation, member,
+                                                 instance, commits), _response)
+
+
+def _response(errors: Commits) -> dict[str, Any]:
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, p), error in errors.items():
         by_topic.setdefault(topic, []).append({"partition_index": p, "error_code": error})

@@ -243,9 +243,6 @@ def test_transactions_survive_a_kill_of_the_coordinator(
         assert [v for v in got if v in expected[p::2]] == expected[p::2]
 
 
-@pytest.mark.xfail(strict=True, reason="pylog bug: an offset commit is answered as soon as the "
-                   "coordinator's leader appended it, before any follower has it "
-                   "(offsets.commit.required.acks=-1 not honoured in a cluster)")
 def test_offset_commit_is_answered_once_the_in_sync_replicas_have_it(
         start_nodes: Callable[..., NodeCluster], topic: str) -> None:
     """Both followers of the group's offsets partition hang: the commit may
@@ -280,10 +277,6 @@ def test_offset_commit_is_answered_once_the_in_sync_replicas_have_it(
         member.close(autocommit=False)
 
 
-@pytest.mark.xfail(strict=True, reason="pylog bugs: __transaction_state is made with "
-                   "min.insync.replicas=1, not transaction.state.log.min.isr (2); the "
-                   "transaction coordinator's log writes neither check min.isr nor wait for "
-                   "the ISR")
 def test_transaction_commit_waits_for_the_transaction_log_min_isr(
         start_nodes: Callable[..., NodeCluster], topic: str) -> None:
     """The transaction log takes writes only with transaction.state.log.min.isr
