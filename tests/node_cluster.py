@@ -199,8 +199,10 @@ class NodeCluster:
 
         self.wait(knows, f"node {node_id}'s metadata to name the controller and the nodes")
 
-    def stop_node(self, node_id: int) -> int:
-        """SIGTERM (a controlled shutdown) and wait for the exit; its status."""
+    def stop_node(self, node_id: int, wait_unregistered: bool = True) -> int:
+        """SIGTERM (a controlled shutdown) and wait for the exit; its status.
+        Then (by default) until its registration is gone (ZooKeeper must be
+        up for that)."""
         if node_id in self.paused:
             self.resume(node_id)
         proc = self.nodes[node_id].proc
@@ -216,7 +218,8 @@ class NodeCluster:
             raise AssertionError(f"node {node_id} did not stop within {NODE_STOP_TIMEOUT_S}s "
                                  f"of SIGTERM{threads}\nits asyncio tasks:{tasks}\n"
                                  f"{self.logs()}") from None
-        self.wait(lambda: node_id not in self.registered(), f"node {node_id} unregistered")
+        if wait_unregistered:
+            self.wait(lambda: node_id not in self.registered(), f"node {node_id} unregistered")
         return status
 
     def kill_node(self, node_id: int, wait_unregistered: bool = True) -> None:

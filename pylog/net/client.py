@@ -75,8 +75,8 @@ class BrokerConnection:
 
     async def _connect(self) -> None:
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout_s)
+            async with asyncio.timeout(self.connect_timeout_s):
+                reader, writer = await asyncio.open_connection(self.host, self.port)
         except (TimeoutError, OSError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.host}:{self.port}: "
                                     f"{exc or 'timed out'}") from None
@@ -141,7 +141,11 @@ class BrokerConnection:
         self._pending[cid] = (int(api_key), version, fut)
         writer.write(encode_request(api_key, version, body, cid, self.client_id, framed=True))
         try:
-            return await asyncio.wait_for(fut, timeout_s or self.request_timeout_s)
+            # asyncio.timeout, not wait_for: CPython 3.11's wait_for returns the
+            # response when a cancellation comes with it (gh-86296), and a
+            # replica fetcher so cancelled at a node's stop fetched on for ever.
+            async with asyncio.timeout(timeout_s or self.request_timeout_s):
+                return await fut
         except TimeoutError:
             # As Kafka's NetworkClient: a request that timed out takes its
             # connection down (the response may still come, out of order

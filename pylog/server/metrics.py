@@ -224,7 +224,8 @@ class BrokerMetrics:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                head = await reader.readuntil(b"\r\n\r\n")
             parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
             method, target = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
             if method not in ("GET", "HEAD"):

@@ -90,15 +90,18 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         cfg = self.owner.config
         backoff = cfg["replica.fetch.backoff.ms"] / 1000
-        while True:
+        # The flag as well as the task's cancellation: a fetcher whose
+        # cancellation was lost on the way (an await that swallows it) still
+        # ends at its next turn, so the node's stop never waits for ever.
+        while not self.owner.closing:
             ready = self._ready()
             if not ready:
                 self._wake.clear()
                 wait = min((u for u in self.delayed.values()), default=None)
                 try:
-                    await asyncio.wait_for(self._wake.wait(),
-                                           None if wait is None else max(wait - time.monotonic(),
-                                                                         0.01))
+                    async with asyncio.timeout(
+                            None if wait is None else max(wait - time.monotonic(), 0.01)):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
                 continue
@@ -265,6 +268,7 @@ class ReplicaFetchers:
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._where: dict[TopicPartition, tuple[int, int]] = {}
         self.throttles: ReplicationThrottles | None = None
+        self.closing = False
 
     def follow(self, part: Partition, leader: int) -> None:
         """Fetch ``part`` from ``leader`` (instead of where it was fetched from)."""
@@ -298,9 +302,12 @@ class ReplicaFetchers:
             part.producers = producer_state.load(part.log)
 
     async def close(self) -> None:
+        """Every fetcher ended: cancelled, and its requests failed (the client
+        closed), so one that the cancellation missed ends at once as well."""
+        self.closing = True
         for fetcher in self._fetchers.values():
             fetcher.task.cancel()
+        self.client.close()
         await asyncio.gather(*(f.task for f in self._fetchers.values()),
                              return_exceptions=True)
         self._fetchers.clear()
-        self.client.close()

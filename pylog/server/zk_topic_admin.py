@@ -142,7 +142,8 @@ class ZkTopicAdmin(TopicAdmin):
                 return False
             self.changed.clear()
             try:
-                await asyncio.wait_for(self.changed.wait(), left)
+                async with asyncio.timeout(left):
+                    await self.changed.wait()
             except TimeoutError:
                 return done()
         return True

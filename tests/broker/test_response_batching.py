@@ -78,8 +78,13 @@ def _run(event_loop: str, scenario: Callable[..., Any]) -> Any:
         loop = uvloop.new_event_loop()
     else:
         loop = asyncio.new_event_loop()
+
+    async def bounded() -> Any:
+        async with asyncio.timeout(30):
+            return await scenario()
+
     try:
-        return loop.run_until_complete(asyncio.wait_for(scenario(), 30))
+        return loop.run_until_complete(bounded())
     finally:
         loop.close()
 

@@ -61,17 +61,7 @@ def hard_bounce(nodes: NodeCluster, pick: Callable[[], int]) -> None:
         nodes.start_node(node)
 
 
-# Bounces make nodes lead idle partitions (__consumer_offsets, the earlier
-# cases' topics) for an epoch and lose them again before any write, which
-# the first of these bugs turns into a replica that never follows again.
-BOUNCE_BUGS = pytest.mark.xfail(strict=True, reason=(
-    "pylog bug: a replica whose epoch cache ends with an epoch it led without "
-    "writing (start offset = its log end) loops forever on the next leader's "
-    "diverging-epoch answer (Log.truncate_to returns before truncating the epoch "
-    "cache when the target is its log end); and a node's SIGTERM stop can hang when "
-    "asyncio.wait_for (CPython 3.11) swallows the replica fetcher's cancellation"))
-CASES = [pytest.param(failure, broker_type, id=f"{failure.__name__}-{broker_type}",
-                      marks=BOUNCE_BUGS if "bounce" in failure.__name__ else ())
+CASES = [pytest.param(failure, broker_type, id=f"{failure.__name__}-{broker_type}")
          for failure in (clean_shutdown, hard_shutdown, clean_bounce, hard_bounce)
          for broker_type in ("leader", "controller")]
 
