@@ -266,6 +266,10 @@ KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # this many samples of this many seconds each.
     "quota.window.num": (_int(1, INT_MAX), "11"),
     "quota.window.size.seconds": (_int(1, INT_MAX), "1"),
+    # Replication throttles (pylog.server.replication_quota): the same, for
+    # the replication rates.
+    "replication.quota.window.num": (_int(1, INT_MAX), "11"),
+    "replication.quota.window.size.seconds": (_int(1, INT_MAX), "1"),
     "log.segment.bytes": (_int(14, INT_MAX), "1073741824"),
     "log.roll.hours": (_int(1, INT_MAX), "168"),
     "log.roll.ms": (_POS, None),

@@ -64,6 +64,7 @@ _BROKER_TYPES: dict[str, int] = {
                      "group.min.session.timeout.ms", "group.max.session.timeout.ms",
                      "max.connections", "max.connections.per.ip",
                      "quota.window.num", "quota.window.size.seconds",
+                     "replication.quota.window.num", "replication.quota.window.size.seconds",
                      "max.incremental.fetch.session.cache.slots",
                      "producer.id.expiration.ms",
                      "producer.id.expiration.check.interval.ms"), INT),

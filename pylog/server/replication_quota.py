@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from pylog.server.client_quotas import Rate
 
 LONG_MAX = 2**63 - 1
-SAMPLES = 11  # replication.quota.window.num
-WINDOW_MS = 1000  # replication.quota.window.size.seconds
 
 
 def _now_ms() -> int:
@@ -31,9 +29,11 @@ def _now_ms() -> int:
 class ReplicationQuota:
     """One direction's bound and measured rate."""
 
-    def __init__(self, bound: Callable[[], int]) -> None:
+    def __init__(self, bound: Callable[[], int], samples: int, window_ms: int) -> None:
         self.bound = bound  # bytes/s, read each time (a dynamic config)
-        self.rate = Rate(SAMPLES, WINDOW_MS, _now_ms())
+        # Measured over replication.quota.window.num windows (never less
+        # than all but one of them: a start lets that much through at once).
+        self.rate = Rate(samples, window_ms, _now_ms())
 
     def exceeded(self) -> bool:
         bound = self.bound()
@@ -48,8 +48,12 @@ class ReplicationThrottles:
                  topic_configs: Mapping[str, Mapping[str, str]]) -> None:
         self.node_id = node_id
         self.topic_configs = topic_configs  # each topic's explicit configs
-        self.leader = ReplicationQuota(lambda: config["leader.replication.throttled.rate"])
-        self.follower = ReplicationQuota(lambda: config["follower.replication.throttled.rate"])
+        samples = int(config["replication.quota.window.num"])  # type: ignore[call-overload]
+        window_ms = 1000 * int(config["replication.quota.window.size.seconds"])  # type: ignore[call-overload]
+        self.leader = ReplicationQuota(lambda: config["leader.replication.throttled.rate"],
+                                       samples, window_ms)
+        self.follower = ReplicationQuota(lambda: config["follower.replication.throttled.rate"],
+                                         samples, window_ms)
 
     def _listed(self, topic: str, partition: int, key: str) -> bool:
         value = self.topic_configs.get(topic, {}).get(key, "").strip()
