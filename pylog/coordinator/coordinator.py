@@ -35,7 +35,11 @@ from pylog.coordinator import records as fmt
 from pylog.coordinator.acked import after, then
 from pylog.coordinator.group import Group, GroupState, Member
 from pylog.coordinator.group_loader import LoadedGroups, read_groups
-from pylog.coordinator.internal_topic import NotCoordinatorError, NotEnoughReplicasError
+from pylog.coordinator.internal_topic import (
+    REQUEST_TIMEOUT_MS,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+)
 from pylog.coordinator.offsets_store import (
     OFFSETS_TOPIC,
     OffsetsStore,
@@ -49,7 +53,7 @@ from pylog.protocol import ErrorCode
 from pylog.protocol.errors import TopicError
 
 if TYPE_CHECKING:
-    from pylog.coordinator.internal_topic import InternalTopic, PartitionCount
+    from pylog.coordinator.internal_topic import InternalTopic, PartitionCount, Replication
 
 log = logging.getLogger(__name__)
 
@@ -999,12 +1003,28 @@ class GroupCoordinator(PartitionedCoordinator[LoadedGroups]):
                     lambda errors: errors | unknown)
 
     def complete_txn(self, partition: int, producer_id: int, producer_epoch: int,
-                     commit: bool, coordinator_epoch: int = 0) -> None:
+                     commit: bool, coordinator_epoch: int = 0,
+                     timeout_ms: int = REQUEST_TIMEOUT_MS) -> Replication:
         """Write a transaction marker into ``__consumer_offsets``-``partition``
-        and apply (COMMIT) or drop (ABORT) the offsets the producer's
-        transaction committed there.  Raises what the append raises."""
-        self.store.append_marker(partition, producer_id, producer_epoch, commit,
-                                 coordinator_epoch)
+        (acks=-1, as WriteTxnMarkers) and, once the in-sync replicas have it,
+        apply (COMMIT) or drop (ABORT) the offsets the producer's transaction
+        committed there (Kafka's onTransactionCompleted, in the append's
+        callback).  What is left to wait for: None (applied now), or a future
+        of the outcome.  Raises what the append raises."""
+        replication = self.store.append_marker(partition, producer_id, producer_epoch, commit,
+                                               coordinator_epoch, timeout_ms)
+        if replication is None:
+            self._marker_written(partition, producer_id, commit)
+            return None
+
+        def replicated(code: int) -> int:
+            if code == E.NONE:
+                self._marker_written(partition, producer_id, commit)
+            return code  # else not applied: the transaction coordinator writes it again
+
+        return then(replication, replicated)
+
+    def _marker_written(self, partition: int, producer_id: int, commit: bool) -> None:
         state = self.ownership.error(partition)
         if state == E.COORDINATOR_LOAD_IN_PROGRESS:
             # Its offsets are in what the load reads: applied when it is done.

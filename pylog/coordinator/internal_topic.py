@@ -33,6 +33,10 @@ class NotCoordinatorError(Exception):
 # replicas have it: NONE, or the error Kafka's DelayedProduce gives
 # (NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER).
 Replication: TypeAlias = "asyncio.Future[int] | None"
+# Kafka's request.timeout.ms (the broker's, 30 s): how long a write with no
+# timeout of its own waits for the in-sync replicas -- a transaction marker
+# (WriteTxnMarkers), the tombstone of an expired transactional id.
+REQUEST_TIMEOUT_MS = 30_000
 
 
 class NotEnoughReplicasError(Exception):

@@ -22,7 +22,12 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 from pylog.coordinator import records as fmt
-from pylog.coordinator.internal_topic import InternalTopic, NotCoordinatorError, Replication
+from pylog.coordinator.internal_topic import (
+    REQUEST_TIMEOUT_MS,
+    InternalTopic,
+    NotCoordinatorError,
+    Replication,
+)
 from pylog.log.errors import OffsetOutOfRangeError
 from pylog.records import BatchBuilder, read_batches
 from pylog.records.markers import marker_batch, marker_of
@@ -139,17 +144,18 @@ class OffsetsStore:
         return replication
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int,
-                      commit: bool, coordinator_epoch: int = 0) -> int:
-        """A transaction marker in ``partition``; its offset.  Written as the
-        leader's (acks=1), as pylog writes every marker for now: Kafka's
-        WriteTxnMarkers waits for the in-sync replicas."""
-        offset, _ = self._append(partition, marker_batch(
-            producer_id, producer_epoch, commit, coordinator_epoch, self.time_ms()), 1,
-            DEFAULT_TIMEOUT_MS)
+                      commit: bool, coordinator_epoch: int = 0,
+                      timeout_ms: int = REQUEST_TIMEOUT_MS) -> Replication:
+        """A transaction marker in ``partition``, written as Kafka's
+        WriteTxnMarkers writes one (acks=-1): what is left to wait for, the
+        in-sync replicas' copy (None: nothing).  Raises as :meth:`append`."""
+        offset, replication = self._append(partition, marker_batch(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.time_ms()), -1,
+            timeout_ms)
         if self.on_txn_write is not None:
             self.on_txn_write(partition, producer_id, producer_epoch, offset, commit,
                               coordinator_epoch)
-        return offset
+        return replication
 
     # -- loading -----------------------------------------------------------------
 

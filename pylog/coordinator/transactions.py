@@ -20,10 +20,16 @@ The state machine is Kafka's (KIP-98):
   ``transaction.partition.verification.enable``).
 * **EndTxn** writes PrepareCommit/PrepareAbort to the log, a COMMIT/ABORT
   marker into every partition of the transaction, then
-  CompleteCommit/CompleteAbort.  On one node the markers are local appends,
-  so EndTxn answers once all three steps are done (Kafka answers after the
-  Prepare write and sends the markers after); a crash between the steps
-  leaves a Prepare state that the next election of its partition completes
+  CompleteCommit/CompleteAbort once every marker is in its partition's
+  in-sync replicas (acks=-1, as Kafka's WriteTxnMarkers; a marker refused
+  for a reason to retry, too few in-sync replicas among them, is sent again
+  until it is written: :mod:`pylog.server.txn_markers`).  EndTxn answers
+  once the Prepare state is written and the markers are on their way, as
+  Kafka's; on one node the markers are done at once, so it answers after
+  the Complete write.  A marker fenced by a newer producer epoch or
+  coordinator leaves the transaction to them (no Complete here, as Kafka).
+  A crash between the steps leaves a Prepare state that the next election
+  of its partition completes
   (:meth:`TransactionCoordinator.complete_prepared`).  Markers carry the
   partition's coordinator epoch (its leader epoch at the election).  A
   Complete write that fails is tried again until it is written (Kafka's
@@ -53,7 +59,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from pylog.coordinator.acked import then
-from pylog.coordinator.internal_topic import NotCoordinatorError, NotEnoughReplicasError
+from pylog.coordinator.internal_topic import (
+    REQUEST_TIMEOUT_MS,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+)
 from pylog.coordinator.ownership import Ownership, PartitionedCoordinator
 from pylog.coordinator.txn_log import (
     TXN_TOPIC,
@@ -80,11 +90,12 @@ T = TxnState
 TopicPartition = tuple[str, int]
 MAX_EPOCH = 32767  # Short.MaxValue: an epoch that reaches MAX_EPOCH - 1 takes a new id
 # Writes a marker: (topic, partition, producer id, epoch, commit, coordinator
-# epoch).  Written here and now: None or the refusal's error code (a fenced
-# epoch, a partition deleted since), logged by the writer, nothing to retry.
-# Sent to another node (a cluster's WriteTxnMarkers): a future, done once that
-# partition's leader has it; the writer retries until then.
-MarkerWriter = Callable[[str, int, int, int, bool, int], object]
+# epoch) -> its final outcome, None or 0 when written, else the refusal's
+# error code (a fenced epoch, a partition deleted since), logged by the
+# writer; now, or as a future once the partition's in-sync replicas have it
+# (pylog.server.txn_markers: the writer retries until then).  A future the
+# coordinator cancels is not tried any more.
+MarkerWriter = Callable[[str, int, int, int, bool, int], "int | None | asyncio.Future[int]"]
 # Transactional ids of one partition as read from its log (None: removed).
 LoadedTxns = dict[str, "TxnMetadata | None"]
 # A write's answer: the error code now, or a future of it.
@@ -101,11 +112,12 @@ _APPEND_ERRORS = {
     E.MESSAGE_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
     E.RECORD_LIST_TOO_LARGE: E.UNKNOWN_SERVER_ERROR,
 }
-# Kafka's request.timeout.ms: how long a tombstone's write waits for the
-# in-sync replicas (a state's waits its transaction's timeout).
-REQUEST_TIMEOUT_MS = 30_000
 # Between tries of a Complete state the log refused.
 RETRY_BACKOFF_S = 0.1
+# Marker outcomes after which the transaction is not completed (Kafka's
+# TransactionMarkerRequestCompletionHandler cancels it): the producer's epoch
+# or the coordinator's moved on, the transaction is theirs to end.
+_FENCED = frozenset({E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED})
 
 
 class ProducerIdSource(Protocol):
@@ -164,6 +176,9 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         self.write_marker = write_marker
         self.txns: dict[str, TxnMetadata] = {}  # of the partitions owned
         self._tasks: set[asyncio.Task] = set()  # completions in the background
+        # The markers of a transactional id still on their way, cancelled when
+        # its partition resigns (Kafka's removeMarkersForTxnTopicPartition).
+        self._markers: dict[str, list[asyncio.Future]] = {}
 
     # -- partitions: election and resignation ----------------------------------------
 
@@ -183,6 +198,8 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         doomed = [t for t in self.txns if self.store.partition_for(t) == partition]
         for txn_id in doomed:
             del self.txns[txn_id]
+            for marker in self._markers.pop(txn_id, ()):
+                marker.cancel()
         if doomed:
             log.info("unloaded %d transactional ids of %s-%d", len(doomed), TXN_TOPIC,
                      partition)
@@ -288,21 +305,56 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
                                                           new.update_ms, new.start_ms)
         self.txns[m.transactional_id] = m
 
-    def _write_markers(self, m: TxnMetadata, commit: bool) -> list[asyncio.Future]:
-        """Every partition's marker; the futures of those sent to other nodes."""
+    def _write_markers(self, m: TxnMetadata, commit: bool) -> list[asyncio.Future] | None:
+        """Every partition's marker: the futures of those not done yet, or
+        None when one was fenced (then none is waited for)."""
         epoch = self.ownership.epoch(self.store.partition_for(m.transactional_id))
         pending = []
+        fenced = None
         for topic, partition in sorted(m.partitions):
             try:
                 sent = self.write_marker(topic, partition, m.producer_id, m.producer_epoch,
                                          commit, epoch)
-                if isinstance(sent, asyncio.Future):
-                    pending.append(sent)
             except Exception:  # one partition's failure must not keep the others waiting
                 log.exception("writing the %s marker of transactional id %r to %s-%d failed",
                               "COMMIT" if commit else "ABORT", m.transactional_id, topic,
                               partition)
+                continue
+            if isinstance(sent, asyncio.Future):
+                pending.append(sent)
+                sent.add_done_callback(functools.partial(
+                    self._marker_done, m, (m.producer_id, m.producer_epoch, m.state),
+                    (topic, partition)))
+            elif sent in _FENCED:
+                fenced = sent
+            else:
+                m.partitions.discard((topic, partition))
+        if fenced is not None:
+            self._fenced(m, commit, fenced, pending)
+            return None
+        if pending:
+            self._markers[m.transactional_id] = pending
         return pending
+
+    @staticmethod
+    def _marker_done(m: TxnMetadata, prepared: tuple, tp: TopicPartition,
+                     marker: asyncio.Future) -> None:
+        """A partition whose marker is done leaves the transaction's
+        partitions (Kafka's removePartition: DescribeTransactions of a
+        Prepare state names those still waiting).  The log's Prepare state
+        keeps them all, for a coordinator that completes it after a failover."""
+        if marker.cancelled() or marker.exception() is not None or marker.result() in _FENCED:
+            return
+        if (m.producer_id, m.producer_epoch, m.state) == prepared:
+            m.partitions.discard(tp)
+
+    def _fenced(self, m: TxnMetadata, commit: bool, error: int,
+                pending: list[asyncio.Future]) -> None:
+        log.info("a %s marker of transactional id %r was refused (%s): its transaction is "
+                 "left in %s to the newer producer epoch or coordinator", "COMMIT" if commit
+                 else "ABORT", m.transactional_id, E(error).name, m.state.name)
+        for marker in pending:
+            marker.cancel()
 
     def _end(self, m: TxnMetadata, commit: bool) -> Acked:
         """Prepare, markers, Complete (the caller checked the state): the
@@ -316,13 +368,18 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
         return then(self._persist(m, T.PREPARE_COMMIT if commit else T.PREPARE_ABORT),
                     prepared)
 
-    def _complete(self, m: TxnMetadata, commit: bool, pending: list[asyncio.Future]) -> Acked:
-        """The Complete state, once every marker is written: at once when they
-        all were here, else when the other nodes acknowledged theirs (Kafka's
-        TransactionMarkerChannelManager; meanwhile the id is in its Prepare
-        state and new requests for it get CONCURRENT_TRANSACTIONS).  NONE, or
-        NOT_COORDINATOR when the partition resigned (the next coordinator
-        completes it); a write refused otherwise is tried again later."""
+    def _complete(self, m: TxnMetadata, commit: bool,
+                  pending: list[asyncio.Future] | None) -> Acked:
+        """The Complete state, once every marker is written and in its
+        partition's in-sync replicas: at once when they all were (a single
+        node), else when the last is (Kafka's TransactionMarkerChannelManager;
+        meanwhile the id is in its Prepare state and new requests for it get
+        CONCURRENT_TRANSACTIONS); never when a marker was fenced (``pending``
+        None).  NONE, or NOT_COORDINATOR when the partition resigned (the next
+        coordinator completes it); a write refused otherwise is tried again
+        later."""
+        if pending is None:
+            return E.NONE
         prepared = (m.producer_id, m.producer_epoch, m.state)
         if pending:
             self._background(self._complete_later(m, commit, pending, prepared))
@@ -346,7 +403,13 @@ class TransactionCoordinator(PartitionedCoordinator[LoadedTxns]):
 
     async def _complete_later(self, m: TxnMetadata, commit: bool,
                               pending: list[asyncio.Future], prepared: tuple) -> None:
-        await asyncio.gather(*pending, return_exceptions=True)
+        outcomes = await asyncio.gather(*pending, return_exceptions=True)
+        if pending and self._markers.get(m.transactional_id) is pending:
+            del self._markers[m.transactional_id]
+        fenced = [e for e in outcomes if isinstance(e, int) and e in _FENCED]
+        if fenced:
+            self._fenced(m, commit, fenced[0], pending)
+            return
         while True:
             if (m.producer_id, m.producer_epoch, m.state) != prepared:
                 return  # taken over meanwhile (a new coordinator, a reload)

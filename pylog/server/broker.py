@@ -182,15 +182,12 @@ class Broker:
         # Transactions: their state from __transaction_state, and those a
         # crash left half ended are ended as each partition loads (markers
         # need the producer state above).
-        # Markers: written here on one node; in a cluster, sent to the leaders.
-        self.markers: TxnMarkerChannel | None = None
-        if self.zk is not None:
-            self.markers = TxnMarkerChannel(self.node_id, self.replicas, self.metadata,
-                                            config["controller.socket.timeout.ms"] / 1000)
-        self.txns = TransactionCoordinator(
-            txn_topic, self.producer_ids,
-            self.replicas.write_marker if self.markers is None else self.markers.write,
-            TxnConfig.from_broker(config))
+        # Markers: written here when this node leads the partition (on one
+        # node, always), else sent to its leader; retried until written.
+        self.markers = TxnMarkerChannel(self.node_id, self.replicas, self.metadata,
+                                        config["controller.socket.timeout.ms"] / 1000)
+        self.txns = TransactionCoordinator(txn_topic, self.producer_ids, self.markers.write,
+                                           TxnConfig.from_broker(config))
         self.txns.store.executor = self.executor
         txn_topic.lead(self.txns)
         # Transactions coordinated on another node: verified there before
@@ -370,8 +367,7 @@ class Broker:
         self.replicas.wake_all()  # parked fetches answer now
         if self.replicas.fetchers is not None:
             await self.replicas.fetchers.close()
-        if self.markers is not None:
-            self.markers.close()
+        self.markers.close()
         if self.txn_verifier is not None:
             self.txn_verifier.close()
         await self.groups.stop()  # parked joins and syncs answer now

@@ -18,7 +18,6 @@ is that protocol over the node's topics and replica manager.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor, Future
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from pylog.log import Log
     from pylog.log.dir_failure import LogDirFailureChannel
     from pylog.server.metadata_cache import MetadataCache
-    from pylog.server.replica_manager import ReplicaManager, Waiting
+    from pylog.server.replica_manager import ReplicaManager
     from pylog.server.topic_admin import TopicAdmin
     from pylog.server.topics import TopicRegistry
 
@@ -57,15 +56,9 @@ def leader_append(replicas: ReplicaManager, topic: str, partition: int, records:
         raise NotEnoughReplicasError(isr_too_small(part))
     result = lg.append(records)
     replicas.notify_append(topic, partition)
-    if acks != -1 or lg.hw_follows_leo:
+    if acks != -1:
         return result.base_offset, None
-    return result.base_offset, asyncio.get_running_loop().create_task(
-        _replicated(replicas, [(part, result.last_offset + 1)], timeout_ms))
-
-
-async def _replicated(replicas: ReplicaManager, waiting: list[Waiting], timeout_ms: int) -> int:
-    outcome = await replicas.replicated(waiting, timeout_ms)
-    return next(iter(outcome.values()))[0] if outcome else 0
+    return result.base_offset, replicas.replication(part, result.last_offset + 1, timeout_ms)
 
 
 class LocalInternalTopic:

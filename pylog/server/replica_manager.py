@@ -23,7 +23,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from pylog.coordinator.internal_topic import (
+    REQUEST_TIMEOUT_MS,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+)
 from pylog.coordinator.offsets_store import OFFSETS_TOPIC
+from pylog.log.errors import LogClosedError
 from pylog.protocol import ErrorCode
 from pylog.records.markers import marker_batch
 from pylog.server import producer_state
@@ -41,10 +47,13 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 _UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 _NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+_NOT_ENOUGH_REPLICAS = int(ErrorCode.NOT_ENOUGH_REPLICAS)
+_STORAGE_ERROR = int(ErrorCode.KAFKA_STORAGE_ERROR)
 # (partition, the new ISR) -> written to ZooKeeper?
 IsrWriter = Callable[[Partition, list[int]], Awaitable[bool]]
-# (partition, producer id, producer epoch, commit, coordinator epoch)
-OffsetsMarker = Callable[[int, int, int, bool, int], None]
+# (partition, producer id, producer epoch, commit, coordinator epoch,
+# timeout ms) -> what its replication still waits for (Replication)
+OffsetsMarker = Callable[[int, int, int, bool, int, int], "asyncio.Future[int] | None"]
 # A partition an acks=all write waits on: (partition, the offset its high
 # watermark must reach).
 Waiting = tuple[Partition, int]
@@ -333,6 +342,22 @@ class ReplicaManager:
                     int(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND), isr_too_small(part))
         return outcome
 
+    def replication(self, part: Partition, end_offset: int, timeout_ms: int
+                    ) -> asyncio.Future[int] | None:
+        """What an acks=-1 write of this node's that ends at ``end_offset``
+        still waits for (a coordinator's, a marker): None when nothing, the
+        partition's ISR being this node alone (its high watermark follows its
+        log end: the single node); else a future of its outcome, NONE or the
+        error :meth:`replicated` gives."""
+        if part.log is None or part.log.hw_follows_leo:
+            return None
+        return asyncio.get_running_loop().create_task(
+            self._replicated_code([(part, end_offset)], timeout_ms))
+
+    async def _replicated_code(self, waiting: list[Waiting], timeout_ms: int) -> int:
+        outcome = await self.replicated(waiting, timeout_ms)
+        return next(iter(outcome.values()))[0] if outcome else 0
+
     def led(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 
@@ -353,42 +378,62 @@ class ReplicaManager:
         return found
 
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                     commit: bool, coordinator_epoch: int = 0) -> ErrorCode | None:
+                     commit: bool, coordinator_epoch: int = 0,
+                     timeout_ms: int = REQUEST_TIMEOUT_MS) -> int | asyncio.Future[int]:
         """A transaction's COMMIT or ABORT marker into one of its partitions
         (WriteTxnMarkers: from the coordinator, local, or from an admin
         aborting a hanging transaction): the producer's transaction there
-        ends, the last stable offset moves, parked fetches wake.  The error
-        when it is refused (no such partition, not the leader, a fenced
-        epoch); an append the disk refuses takes the dir offline and raises."""
-        found = self.leader_log(topic, partition)
-        if isinstance(found, int):
-            return ErrorCode(found)  # deleted since, or led elsewhere now
-        lg = found
+        ends, the last stable offset moves, parked fetches wake.  Written as
+        Kafka's handleWriteTxnMarkersRequest appends it, acks=-1: refused
+        with NOT_ENOUGH_REPLICAS while the partition has fewer in-sync
+        replicas than its min.insync.replicas, and done once they have it.
+        NONE (0) or the refusal's error code now (no such partition, not the
+        leader, a fenced epoch, KAFKA_STORAGE_ERROR: the dir went offline);
+        or, with followers in the ISR, a future of the outcome once the high
+        watermark passes the marker (an error of :meth:`replicated`, at most
+        ``timeout_ms``).  A marker in ``__consumer_offsets`` is the group
+        coordinator's to write, which applies the transaction's offsets once
+        it is replicated."""
+        part = self.leader_partition(topic, partition)
+        if isinstance(part, int):
+            return part  # deleted since, or led elsewhere now
+        lg = part.log
+        if lg is None:
+            return _UNKNOWN
+        if len(part.isr) < lg.config.min_insync_replicas:
+            return _NOT_ENOUGH_REPLICAS  # Partition.appendRecordsToLeader: before the append
         state = self.producers_of(topic, partition)
         error = state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         if error is not None:
             log.warning("no %s marker for producer %d epoch %d in %s-%d: %s",
                         "COMMIT" if commit else "ABORT", producer_id, producer_epoch, topic,
                         partition, error.name)
-            return error
-        if topic == OFFSETS_TOPIC and self.offsets_marker is not None:
-            # Its producer state follows (offsets_txn_written).
-            self.offsets_marker(partition, producer_id, producer_epoch, commit,
-                                coordinator_epoch)
-            return None
+            return int(error)
         now = time.time_ns() // 1_000_000
         try:
+            if topic == OFFSETS_TOPIC and self.offsets_marker is not None:
+                # Its producer state follows (offsets_txn_written).
+                replication = self.offsets_marker(partition, producer_id, producer_epoch,
+                                                  commit, coordinator_epoch, timeout_ms)
+                return 0 if replication is None else replication
             result = lg.append(marker_batch(producer_id, producer_epoch, commit,
                                             coordinator_epoch, now))
+        except NotEnoughReplicasError:
+            return _NOT_ENOUGH_REPLICAS
+        except NotCoordinatorError:
+            return _NOT_LEADER
+        except LogClosedError:  # the node is stopping
+            return _STORAGE_ERROR
         except OSError as exc:  # as a produce append: the dir goes offline
             self.logs.failures.fail(f"Error while appending a transaction marker to "
                                     f"{topic}-{partition} in dir {self.logs.dir}", exc)
-            raise
+            return _STORAGE_ERROR
         state.record_marker(producer_id, producer_epoch, result.base_offset, commit,
                             coordinator_epoch, now)
         lg.first_unstable_offset = state.first_unstable_offset()
         self.notify_append(topic, partition)
-        return None
+        replication = self.replication(part, result.last_offset + 1, timeout_ms)
+        return 0 if replication is None else replication
 
     def offsets_txn_written(self, partition: int, producer_id: int, producer_epoch: int,
                             offset: int, commit: bool | None,

@@ -13,8 +13,10 @@ producer with the same transactional id still fences the old one
 What makes that hold whenever the node dies: a coordinator answers only
 once its write is in the in-sync replicas (Kafka's
 offsets.commit.required.acks=-1, and acks=-1 with
-transaction.state.log.min.isr for the transaction log), checked with the
-followers hung (SIGSTOP).  Each test has its own cluster."""
+transaction.state.log.min.isr for the transaction log), and a transaction
+completes only once its markers are in their partitions' in-sync replicas
+(WriteTxnMarkers' acks=-1), checked with the followers hung (SIGSTOP).
+Each test has its own cluster."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaConsumer
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import (
@@ -323,3 +326,114 @@ def test_transaction_commit_waits_for_the_transaction_log_min_isr(
     assert not completed_while_held, f"committed below min.isr ({errors or 'no error'})"
     assert done.wait(LIVENESS_S) and not errors, errors
     assert _read_committed(nodes, topic, 1) == ["held"]
+
+
+def _describe_txn(nodes: NodeCluster, node_id: int, tid: str) -> tuple[str, dict[str, list[int]]]:
+    """DescribeTransactions asked of the coordinator: (state, the partitions
+    still waiting for their marker, by topic)."""
+    with RawClient(nodes.address(node_id)) as client:
+        r = client.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [tid]})
+    (found,) = r.transaction_states
+    assert found.error_code == 0, found
+    return found.transaction_state, {t.topic: sorted(t.partitions) for t in found.topics}
+
+
+def _fetch_committed(nodes: NodeCluster, node_id: int, topic: str, partition: int
+                     ) -> tuple[int, int, bool]:
+    """A read_committed consumer's Fetch from offset 0, of the partition's
+    leader: (high watermark, last stable offset, whether records came)."""
+    with RawClient(nodes.address(node_id)) as client:
+        r = client.request(ApiKey.FETCH, 11, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 1, "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "forgotten_topics_data": [], "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "fetch_offset": 0,
+                 "partition_max_bytes": 1 << 20}]}]})
+    found = r.responses[0].partitions[0]
+    assert found.error_code == 0, found
+    return found.high_watermark, found.last_stable_offset, bool(found.records)
+
+
+def test_transaction_completes_once_its_markers_are_in_the_in_sync_replicas(
+        start_nodes: Callable[..., NodeCluster], topic: str) -> None:
+    """Kafka's WriteTxnMarkers appends a marker with acks=-1: refused
+    (NOT_ENOUGH_REPLICAS, sent again) while the partition has fewer in-sync
+    replicas than its min.insync.replicas, and the coordinator moves the
+    transaction from PrepareCommit to CompleteCommit only once every marker
+    is in its partition's in-sync replicas.  Partition 0 is led by another
+    node than the coordinator (its marker goes in a WriteTxnMarkers request),
+    partition 1 by the coordinator (written there); both have min.insync=2
+    and the same follower, which hangs (SIGSTOP) and leaves their ISR: the
+    commit is answered (PrepareCommit written) but stays in PrepareCommit,
+    nothing is stable for read_committed consumers, until the follower is
+    back; then it completes, the follower holding both markers.  The
+    transaction's offsets (TxnOffsetCommit) count once it does."""
+    nodes = start_nodes(3, *NODE_OVERRIDES)
+    tid = f"{topic}-txn"
+    producer = Producer({"bootstrap.servers": nodes.bootstrap, "transactional.id": tid,
+                         "transaction.timeout.ms": 120000})
+    producer.init_transactions(LIVENESS_S)
+    txn_coordinator = coordinator(nodes, tid, TRANSACTION)
+    leader, follower = (i for i in range(nodes.count) if i != txn_coordinator)
+    nodes.create_topic(topic, config={"min.insync.replicas": "2"},
+                       assignment=[[leader, follower], [txn_coordinator, follower]])
+    led = ((0, leader), (1, txn_coordinator))  # (partition, its leader)
+    state = internal_partition(nodes, "__transaction_state", txn_coordinator,
+                               transaction_key(tid))
+    # A group coordinated on a node that stays up: its marker is not held
+    # (__consumer_offsets has min.insync.replicas 1).
+    group = next(g for g in (f"{topic}-group{i}" for i in range(20))
+                 if coordinator(nodes, g, GROUP) != follower)
+
+    def group_member() -> Consumer:
+        return Consumer({"bootstrap.servers": nodes.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+
+    producer.begin_transaction()
+    for p in (0, 1):
+        producer.produce(topic, value=f"p{p}".encode(), partition=p)
+    producer.flush(LIVENESS_S)
+    member = group_member()
+    try:
+        producer.send_offsets_to_transaction([ConfluentTopicPartition(topic, 0, 1)],
+                                             member.consumer_group_metadata(), LIVENESS_S)
+    finally:
+        member.close()
+    nodes.pause(follower)
+    try:
+        nodes.wait_isr(topic, [0], [leader], by_leader=True)
+        nodes.wait_isr(topic, [1], [txn_coordinator], by_leader=True)
+        nodes.wait_isr("__transaction_state", [state], [txn_coordinator, leader],
+                       by_leader=True)
+        producer.commit_transaction(LIVENESS_S)  # EndTxn: PrepareCommit is written
+        log = nodes.nodes[txn_coordinator]
+        nodes.wait(lambda: all(f"in {topic}-{p}: NOT_ENOUGH_REPLICAS, sending it again"
+                               in log.log_text() for p in (0, 1)),
+                   "both markers refused for too few in-sync replicas")
+        held_state, waiting = _describe_txn(nodes, txn_coordinator, tid)
+        held_fetch = [_fetch_committed(nodes, p_leader, topic, p) for p, p_leader in led]
+    finally:
+        nodes.resume(follower)
+    assert (held_state, waiting.get(topic)) == ("PrepareCommit", [0, 1])
+    # Each record is in the in-sync replicas (high watermark 1), and nothing
+    # is stable: a read_committed consumer gets no records.
+    assert held_fetch == [(1, 0, False)] * 2
+
+    def completed() -> bool:
+        return _describe_txn(nodes, txn_coordinator, tid)[0] == "CompleteCommit"
+
+    nodes.wait(completed, "the transaction to complete", LIVENESS_S)
+    # Completed only once the follower, back in the ISR, had both markers
+    # (the last thing written to either partition).
+    for p, p_leader in led:
+        assert segment_bytes(nodes.partition_dir(follower, topic, p)) == segment_bytes(
+            nodes.partition_dir(p_leader, topic, p))
+    assert [_fetch_committed(nodes, p_leader, topic, p) for p, p_leader in led] == [
+        (2, 2, True)] * 2
+    assert sorted(_read_committed(nodes, topic, 2)) == ["p0", "p1"]
+    member = group_member()
+    try:
+        (committed,) = member.committed([ConfluentTopicPartition(topic, 0)], LIVENESS_S)
+    finally:
+        member.close()
+    assert committed.offset == 1
