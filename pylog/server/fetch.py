@@ -34,6 +34,7 @@ from pylog.protocol.codec import encode_response_parts
 from pylog.server import follower_fetch
 from pylog.server.fetch_sessions import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext
 from pylog.server.list_offsets import NO_EPOCH, epoch_error, log_corrupt_read
+from pylog.server.partition import Partition
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices
@@ -330,12 +331,14 @@ def _ready(request: Request, found: Found) -> bool:
     return found.readable >= request.min_bytes or found.complete
 
 
-def _respond(node: NodeServices, request: Request, found: Found) -> Any:
-    """The response when the first read is enough, else park the fetch."""
+def _respond(node: NodeServices, request: Request, found: Found,
+             seen: int | None = None) -> Any:
+    """The response when the first read is enough, else park the fetch
+    (``seen``: Partition.changes before the read, when it was not just now)."""
     if (_ready(request, found) or request.max_wait_ms <= 0 or not request.topics
             or node.stopping):  # shutting down: answer, do not park
         return _answer(node, request, found)
-    return _park(node, request)
+    return _park(node, request, Partition.changes if seen is None else seen)
 
 
 def _reads_cached(node: NodeServices, request: Request) -> bool:
@@ -360,14 +363,18 @@ async def _read_cold(node: NodeServices, request: Request) -> Any:
     """The same fetch with the reads in a worker thread (they fault the pages
     in, so the sendfile that follows finds them cached)."""
     loop = asyncio.get_running_loop()
+    seen = Partition.changes
     found = await loop.run_in_executor(node.executor, _read, node, request)
     if request.started_ns:  # the request quota counts the loop's time, not the wait
         request = request._replace(started_ns=time.perf_counter_ns())
-    result = _respond(node, request, found)
+    result = _respond(node, request, found, seen)
     return await result if asyncio.iscoroutine(result) else result
 
 
-async def _park(node: NodeServices, request: Request) -> Any:
+async def _park(node: NodeServices, request: Request, seen: int | None) -> Any:
+    """Until enough to answer (or the max wait); ``seen``: Partition.changes
+    when the read found too little, so a wakeup before this task ran is not
+    missed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000
     keys = [(topic, p[0]) for topic, partitions in request.topics for p in partitions]
@@ -375,6 +382,9 @@ async def _park(node: NodeServices, request: Request) -> Any:
         woken = loop.create_future()
         timer = loop.call_at(deadline, _wake, woken)
         node.replicas.add_waiter(keys, woken)
+        if seen is not None and Partition.changes != seen:
+            woken.set_result(None)  # read again at once
+        seen = None  # from here on the waiter is in place
         try:
             await woken
         finally:

@@ -31,6 +31,7 @@ from pylog.net.framing import FileRegion, frame_parts
 from pylog.protocol import ApiKey, ErrorCode, decode_request
 from pylog.protocol.codec import encode_response_parts
 from pylog.server.list_offsets import NO_EPOCH, epoch_error, log_corrupt_read
+from pylog.server.partition import Partition
 
 if TYPE_CHECKING:
     from pylog.server.context import NodeServices
@@ -124,11 +125,13 @@ def handle(node: NodeServices, request: Any, frame: bytearray) -> Any:
     topics, total, complete = _read(node, request.replica_id, wanted, max_bytes, True)
     if complete or total >= request.min_bytes or request.max_wait_ms <= 0 or node.stopping:
         return _encode(request, topics)
-    return _park(node, request, wanted, max_bytes)
+    return _park(node, request, wanted, max_bytes, Partition.changes)
 
 
 async def _park(node: NodeServices, request: Any, wanted: list[tuple[str, list[Any]]],
-                max_bytes: int) -> Any:
+                max_bytes: int, seen: int | None) -> Any:
+    """Until something to send (or the max wait); ``seen``: Partition.changes
+    when the read found nothing, so an append before this task ran is not missed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000
     keys = [(topic, p.partition) for topic, partitions in wanted for p in partitions]
@@ -136,6 +139,9 @@ async def _park(node: NodeServices, request: Any, wanted: list[tuple[str, list[A
         woken = loop.create_future()
         timer = loop.call_at(deadline, _wake, woken)
         node.replicas.add_waiter(keys, woken)
+        if seen is not None and Partition.changes != seen:
+            woken.set_result(None)  # read again at once
+        seen = None  # from here on the waiter is in place
         try:
             await woken
         finally:

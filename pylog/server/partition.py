@@ -23,7 +23,7 @@ the ISR, one not caught up for ``replica.lag.time.max.ms`` leaves it
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pylog.protocol import ErrorCode
 
@@ -61,6 +61,13 @@ class Partition:
     __slots__ = ("topic", "index", "local_id", "log", "leader_id", "leader_epoch",
                  "partition_epoch", "controller_epoch", "replicas", "isr", "producers",
                  "snapshot_at", "waiters", "followers", "isr_pending")
+
+    # Bumped by every notify() of any partition of the process.  A fetch that
+    # read, found too little and parks (a task that starts later) compares it
+    # to see whether something came between its read and its park: that
+    # wakeup would be lost, and the fetch would sit out its max wait (a
+    # follower's: an acks=all produce behind it waits replica.fetch.wait.max.ms).
+    changes: ClassVar[int] = 0
 
     def __init__(self, topic: str, index: int, local_id: int, log: Log | None) -> None:
         self.topic = topic
@@ -161,6 +168,7 @@ class Partition:
 
     def notify(self) -> None:
         """Wake the fetches parked here (new data, a new leader, or it went away)."""
+        Partition.changes += 1
         for fut in self.waiters:
             if not fut.done():
                 fut.set_result(None)

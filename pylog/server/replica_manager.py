@@ -506,8 +506,8 @@ class ReplicaManager:
     def notify_append(self, topic: str, partition: int) -> None:
         """Wake the fetches parked on a partition (new data, or it went away)."""
         part = self._partitions.get((topic, partition))
-        if part is not None and part.waiters:
-            part.notify()
+        if part is not None:
+            part.notify()  # counted even with nobody parked (Partition.changes)
 
     def wake_all(self) -> None:
         """Every parked fetch answers now (shutdown)."""
