@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 # Events a request waits on: their payload ends with the future of its answer.
 _ANSWERED = frozenset({"shutdown", "elect", "reassign"})
+# Events queued once with their latest payload (Controller._enqueue).
+_LATEST_ONLY = frozenset({"isr_changes"})
+_LATEST: Any = object()
 
 
 class Controller:
@@ -75,6 +78,7 @@ class Controller:
         self.unclean_elections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._events: asyncio.Queue[tuple[str, Any]] | None = None
+        self._latest: dict[str, Any] = {}  # kind -> the payload of its queued event
         self._task: asyncio.Task | None = None
         self._zk_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pylog-controller")
         self._watches: list[Watch] = []
@@ -130,9 +134,23 @@ class Controller:
         if loop is None or events is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(events.put_nowait, (kind, payload))
+            loop.call_soon_threadsafe(self._enqueue, events, kind, payload)
         except RuntimeError:
             pass  # the loop closed meanwhile
+
+    def _enqueue(self, events: asyncio.Queue, kind: str, payload: Any) -> None:
+        """On the loop: an event of a kind where only the latest counts
+        (each ISR change notice's watch hands over all the notices there
+        are) waits in the queue once, with the latest payload: a node
+        rejoining fifty ISRs would otherwise queue fifty passes over the
+        same notices ahead of, say, a controlled shutdown."""
+        if kind in _LATEST_ONLY:
+            queued = kind in self._latest
+            self._latest[kind] = payload
+            if queued:
+                return
+            payload = _LATEST
+        events.put_nowait((kind, payload))
 
     def _on_session_event(self, event: SessionEvent) -> None:
         if event is SessionEvent.SESSION_LOST:
@@ -152,6 +170,8 @@ class Controller:
                     "zk_reassign": self._zk_reassign, "zk_preferred": self._zk_preferred}
         while True:
             kind, payload = await self._events.get()
+            if payload is _LATEST:
+                payload = self._latest.pop(kind)
             if kind != "reelect" and kind != "session_lost" and not self.active:
                 if kind in _ANSWERED:
                     payload[-1].set_result((ErrorCode.NOT_CONTROLLER, []))
@@ -320,27 +340,39 @@ class Controller:
         """New leader and ISR for ``partitions`` with the brokers in
         ``excluded`` (and every broker not live) out of them: Kafka's offline
         and controlled-shutdown elections and removeReplicasFromIsr.  Written
-        by compare-and-set; the partitions whose state changed."""
+        by compare-and-set, all of them pipelined as Kafka's controller
+        sends them (one after another, a hundred partitions would take a
+        hundred ZooKeeper round trips, each with its fsync); the partitions
+        whose state changed."""
         changed = []
-        for tp in dict.fromkeys(partitions):
-            for _ in range(5):  # a concurrent ISR change by the leader: read, redo
+        todo = list(dict.fromkeys(partitions))
+        for _ in range(5):  # a concurrent ISR change by the leader: read, redo
+            updates = []
+            for tp in todo:
                 st = self.ctx.states.get(tp)
-                if st is None:
-                    break
-                new = self._next_state(tp, st, excluded or set())
-                if new is None:
-                    break
-                cas = await self._zk(self.zk.update_partition_state, tp[0], tp[1], new,
-                                     st.zk_version, self.epoch_zk_version)
+                new = None if st is None else self._next_state(tp, st, excluded or set())
+                if new is not None:
+                    updates.append((tp, new))
+            if not updates:
+                break
+            cases = await self._zk(self.zk.update_partition_states, updates,
+                                   self.epoch_zk_version)
+            conflicts = []
+            for (tp, new), cas in zip(updates, cases, strict=True):
                 if cas.succeeded:
                     self.ctx.states[tp] = new
                     changed.append(tp)
-                    break
-                found = await self._zk(self.zk.get_partition_state, *tp)
-                if found is None:
+                else:
+                    conflicts.append(tp)
+            if not conflicts:
+                break
+            found = await self._zk(self.zk.get_partition_states, conflicts)
+            for tp in conflicts:
+                if tp in found:
+                    self.ctx.states[tp] = found[tp]
+                else:
                     self.ctx.states.pop(tp, None)
-                    break
-                self.ctx.states[tp] = found
+            todo = [tp for tp in conflicts if tp in found]
         return changed
 
     async def _elect_to(self, tp: TopicPartition, leader: int | None,

@@ -105,41 +105,34 @@ class ZkOps:
         when fenced).  Results: the created path, the new stat, or True for a
         delete; the first failure is raised (NodeExistsError, NoNodeError,
         BadVersionError...)."""
-        fence = controller_epoch_zk_version
-        if fence is not None and fence < 0:
-            raise ValueError(f"controller epoch zkVersion {fence} should be non-negative")
+        fence = _fence(controller_epoch_zk_version)
         if fence is None and len(ops) == 1:
             op = ops[0]
             return [self.conn.call(what, op.path, lambda zk: _issue(zk, op))]
+        results = self.conn.call(what, ops[0].path if ops else "/", _committer(ops, fence))
+        return _outcomes(what, ops, fence, results)
 
-        def commit(zk: Any) -> Any:
-            t = zk.transaction()
-            if fence is not None:
-                t.check(ControllerEpochZNode.path(), fence)
-            for op in ops:
-                if op.kind == "create":
-                    t.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequence)
-                    if op.data is None:
-                        # kazoo's transactions take only bytes; the wire takes null,
-                        # which Kafka writes (zookeeper-shell's get shows "null").
-                        t.operations[-1] = t.operations[-1]._replace(data=None)
-                elif op.kind == "set":
-                    t.set_data(op.path, op.data, op.version)
-                else:
-                    t.delete(op.path, op.version)
-            return t.commit_async()
-
-        results = self.conn.call(what, ops[0].path if ops else "/", commit)
-        if fence is not None:
-            check, results = results[0], results[1:]
-            if isinstance(check, (kz.BadVersionError, kz.NoNodeError)):
-                raise ControllerMovedError(f"Controller epoch zkVersion check fails. Expected "
-                                           f"zkVersion = {fence}")
-        for op, result in zip(ops, results, strict=True):
-            if isinstance(result, Exception) and not isinstance(
-                    result, (kz.RolledBackError, kz.RuntimeInconsistency)):
-                raise translate(result, what, op.path)
-        return results
+    def conditional_update_many(self, updates: Sequence[tuple[str, bytes, int]],
+                                controller_epoch_zk_version: int | None = None) -> list[Cas]:
+        """conditional_update of several znodes (path, data, expected version),
+        pipelined as Kafka's controller sends its partition state updates:
+        each on its own, so a conflict fails that one only."""
+        fence = _fence(controller_epoch_zk_version)
+        batches = [[Op("set", path, data, version)] for path, data, version in updates]
+        raw = self.conn.call_many("set", [
+            (ops[0].path, (lambda zk, op=ops[0]: _issue(zk, op)) if fence is None
+             else _committer(ops, fence)) for ops in batches])
+        out = []
+        for ops, result in zip(batches, raw, strict=True):
+            try:
+                if isinstance(result, ZkError):
+                    raise result
+                found = _outcomes("set", ops, fence, result) if fence is not None else [result]
+            except (BadVersionError, NoNodeError):
+                out.append(Cas(False, UNKNOWN_VERSION))
+                continue
+            out.append(Cas(True, found[0].version))
+        return out
 
     def create(self, path: str, data: bytes | None = None, *, ephemeral: bool = False,
                sequence: bool = False, controller_epoch_zk_version: int | None = None) -> str:
@@ -234,6 +227,51 @@ class ZkOps:
         """``callback(sorted child names)`` now and after each change ([] while
         ``path`` is missing)."""
         return self.conn.watch(path, True, lambda names, _stat: callback(sorted(names or [])))
+
+
+def _fence(controller_epoch_zk_version: int | None) -> int | None:
+    if controller_epoch_zk_version is not None and controller_epoch_zk_version < 0:
+        raise ValueError(f"controller epoch zkVersion {controller_epoch_zk_version} should "
+                         "be non-negative")
+    return controller_epoch_zk_version
+
+
+def _committer(ops: Sequence[Op], fence: int | None) -> Callable[[Any], Any]:
+    """What sends ``ops`` as one transaction, behind the controller epoch check."""
+    def commit(zk: Any) -> Any:
+        t = zk.transaction()
+        if fence is not None:
+            t.check(ControllerEpochZNode.path(), fence)
+        for op in ops:
+            if op.kind == "create":
+                t.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequence)
+                if op.data is None:
+                    # kazoo's transactions take only bytes; the wire takes null,
+                    # which Kafka writes (zookeeper-shell's get shows "null").
+                    t.operations[-1] = t.operations[-1]._replace(data=None)
+            elif op.kind == "set":
+                t.set_data(op.path, op.data, op.version)
+            else:
+                t.delete(op.path, op.version)
+        return t.commit_async()
+
+    return commit
+
+
+def _outcomes(what: str, ops: Sequence[Op], fence: int | None, results: list[Any]
+              ) -> list[Any]:
+    """A transaction's results, its first failure raised (a failed fence as
+    ControllerMovedError)."""
+    if fence is not None:
+        check, results = results[0], results[1:]
+        if isinstance(check, (kz.BadVersionError, kz.NoNodeError)):
+            raise ControllerMovedError(f"Controller epoch zkVersion check fails. Expected "
+                                       f"zkVersion = {fence}")
+    for op, result in zip(ops, results, strict=True):
+        if isinstance(result, Exception) and not isinstance(
+                result, (kz.RolledBackError, kz.RuntimeInconsistency)):
+            raise translate(result, what, op.path)
+    return results
 
 
 def _issue(zk: Any, op: Op) -> Any:

@@ -198,6 +198,18 @@ class TopicOps(ZkOps):
             state.zk_version = cas.version
         return cas
 
+    def update_partition_states(self, updates: Sequence[tuple[TopicPartition, LeaderIsrState]],
+                                controller_epoch_zk_version: Fence = None) -> list[Cas]:
+        """update_partition_state of several partitions (each at its state's
+        zk_version), pipelined; on success a state's zk_version is the new one."""
+        cases = self.conditional_update_many(
+            [(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(state),
+              state.zk_version) for tp, state in updates], controller_epoch_zk_version)
+        for (_, state), cas in zip(updates, cases, strict=True):
+            if cas.succeeded:
+                state.zk_version = cas.version
+        return cases
+
     def delete_partition_state(self, topic: str, partition: int,
                                controller_epoch_zk_version: Fence = None) -> bool:
         return self.delete_recursive(TopicPartitionZNode.path(topic, partition),

@@ -372,3 +372,32 @@ def test_watches_deliver_changes(new_client: NewClient) -> None:
     a.close()
     wait_for(lambda: ids[-1] == set() and controller[-1] is None, 15,
              "the broker and the controller gone with their session")
+
+
+@pytest.mark.parametrize("fenced", [False, True])
+def test_partition_states_updated_together(new_client: NewClient, fenced: bool) -> None:
+    """The controller's updates of many partitions, pipelined: each one a
+    compare-and-set of its own (a conflict or a missing state fails that
+    one); behind the controller epoch, a stale epoch fails them all."""
+    a, b = new_client(), new_client()
+    a.create_topic("t", {p: [1, 2] for p in range(4)})
+    fence = a.register_controller_and_increment_epoch(1)[1] if fenced else None
+    for p in range(3):
+        a.create_partition_state("t", p, LeaderIsrState(1, 0, [1, 2], 1))
+    states = a.get_partition_states([("t", p) for p in range(3)])
+    moved = b.get_partition_state("t", 1)
+    assert moved is not None
+    moved.isr = [1]
+    assert b.update_partition_state("t", 1, moved).succeeded  # the leader got there first
+    updates = [(("t", p), LeaderIsrState(2, 1, [2], 1, zk_version=states[("t", p)].zk_version))
+               for p in range(3)]
+    updates.append((("t", 3), LeaderIsrState(2, 1, [2], 1, zk_version=0)))  # no state
+    cases = a.update_partition_states(updates, controller_epoch_zk_version=fence)
+    assert cases == [(True, 1), (False, UNKNOWN_VERSION), (True, 1), (False, UNKNOWN_VERSION)]
+    assert [s.zk_version for _, s in updates] == [1, 0, 1, 0]
+    assert [b.get_partition_state("t", p).isr for p in range(3)] == [[2], [1], [2]]  # type: ignore[union-attr]
+    if fenced:
+        b.delete_controller()
+        b.register_controller_and_increment_epoch(2)
+        with pytest.raises(ControllerMovedError):
+            a.update_partition_states([updates[0]], controller_epoch_zk_version=fence)
