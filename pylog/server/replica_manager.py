@@ -262,16 +262,26 @@ class ReplicaManager:
         if part.isr_pending or self.isr_writer is None or self._loop is None:
             return
         part.isr_pending = True
-        self._loop.create_task(self._write_isr(part, new_isr, expand))
+        self._loop.create_task(self._write_isr(part, new_isr, expand,
+                                               (part.leader_epoch, part.partition_epoch)))
 
-    async def _write_isr(self, part: Partition, new_isr: list[int], expand: bool) -> None:
+    async def _write_isr(self, part: Partition, new_isr: list[int], expand: bool,
+                         decided_at: tuple[int, int]) -> None:
         """Kafka's Partition.expandIsr/shrinkIsr in ZooKeeper mode: the state
         znode by compare-and-set on its version, then a change notice for the
         controller; on a conflict nothing changes here (a LeaderAndIsr with
-        the winner's state follows)."""
+        the winner's state follows).  ``decided_at``: the leader epoch and
+        partition epoch the new ISR was worked out under; a LeaderAndIsr
+        applied since (this task starts later) makes it void: written on the
+        new state's version it would go through, putting replicas that are
+        not in sync into another leader's ISR."""
         try:
+            if not part.is_leader or (part.leader_epoch, part.partition_epoch) != decided_at:
+                return
             if not await self.isr_writer(part, new_isr):  # type: ignore[misc]
                 return
+            if not part.is_leader or part.leader_epoch != decided_at[0]:
+                return  # led elsewhere meanwhile: the LeaderAndIsr said so
             log.info("%s %s-%d's ISR: %s -> %s", "expanding" if expand else "shrinking",
                      part.topic, part.index, part.isr, new_isr)
             part.isr = new_isr
