@@ -108,14 +108,20 @@ def test_cluster_metrics_one_controller(pylog, tool_cluster, topic):
                 assert value(page, KC + gauge) == 0, (i, gauge)
         assert value(page, UNCLEAN) == 0
         assert value(page, MAX_LAG, clientid="Replica") >= 0
-    # Each follower of the new topic names its fetcher (fetcher 0, the leader's id).
-    for ln in (ln for ln in lines if _field(ln, "Topic") == topic):
-        leader = _field(ln, "Leader")
-        follower = int(next(r for r in _field(ln, "Replicas").split(",") if r != leader))
-        samples = [s for s in pages[follower][CONSUMER_LAG]
-                   if s.labels["topic"] == topic and s.labels["partition"] == _field(
-                       ln, "Partition")]
-        assert [s.labels["clientid"] for s in samples] == [f"ReplicaFetcherThread-0-{leader}"]
+    # Each follower of the new topic names its fetcher (fetcher 0, the leader's
+    # id), once its fetcher has had an answer (a LeaderAndIsr re-made it since).
+    def fetchers_named() -> bool:
+        for ln in (ln for ln in lines if _field(ln, "Topic") == topic):
+            leader = _field(ln, "Leader")
+            follower = int(next(r for r in _field(ln, "Replicas").split(",") if r != leader))
+            samples = [s for s in scrape(tool_cluster.metrics_urls[follower])[CONSUMER_LAG]
+                       if s.labels["topic"] == topic and s.labels["partition"] == _field(
+                           ln, "Partition")]
+            if [s.labels["clientid"] for s in samples] != [f"ReplicaFetcherThread-0-{leader}"]:
+                return False
+        return True
+
+    wait_for(fetchers_named, TIMEOUT_S, "each follower's fetcher in its metrics")
 
 
 def _sum(urls: list[str], gauge: str) -> float:
